@@ -1,0 +1,139 @@
+"""The chunker interface, the strategy registry, and helpers shared by strategies."""
+
+from __future__ import annotations
+
+import bisect
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from ragloom.errors import InvalidParameterError, UnknownNameError
+from ragloom.parse.sections import parse_sections
+from ragloom.tokens import TokenCounter, get_tokenizer
+from ragloom.types import Chunk, QualityIssue, Section
+
+#: (start, end, token_count, quality issues) of one chunk, in document offsets.
+Span = tuple[int, int, int, tuple[QualityIssue, ...]]
+
+_REGISTRY: dict[str, type[Chunker]] = {}
+
+
+def register(cls: type[Chunker]) -> type[Chunker]:
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def chunker_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_chunker(name: str, **params: object) -> Chunker:
+    """The chunking strategy registered as ``name``, built with ``params``."""
+    try:
+        cls = _REGISTRY[name]
+    except KeyError:
+        raise UnknownNameError("chunking strategy", name, _REGISTRY) from None
+    return cls(**params)  # type: ignore[arg-type]
+
+
+def resolve_tokenizer(tokenizer: str | TokenCounter) -> TokenCounter:
+    return get_tokenizer(tokenizer) if isinstance(tokenizer, str) else tokenizer
+
+
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvalidParameterError(message)
+
+
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` without leading and trailing whitespace (empty when all blank)."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+class Protected:
+    """Sorted, merged spans that no cut may fall strictly inside."""
+
+    def __init__(self, spans: Sequence[tuple[int, int]]) -> None:
+        merged: list[list[int]] = []
+        for a, b in sorted((int(a), int(b)) for a, b in spans if b - a > 1):
+            if merged and a < merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        self.starts = [a for a, _ in merged]
+        self.ends = [b for _, b in merged]
+
+    def __bool__(self) -> bool:
+        return bool(self.starts)
+
+    def containing(self, cut: int) -> tuple[int, int] | None:
+        """The protected span with ``start < cut < end``, if any."""
+        i = bisect.bisect_left(self.starts, cut) - 1
+        if i >= 0 and self.ends[i] > cut:
+            return self.starts[i], self.ends[i]
+        return None
+
+    def allows(self, cut: int) -> bool:
+        return self.containing(cut) is None
+
+
+class Chunker(ABC):
+    """Splits a document within its sections. Offsets are exact: ``text[start:end] == chunk.text``."""
+
+    name: ClassVar[str]
+
+    def chunk(
+        self,
+        text: str,
+        sections: Sequence[Section] | None = None,
+        *,
+        protected: Sequence[tuple[int, int]] = (),
+    ) -> list[Chunk]:
+        """Chunks of ``text``; ``sections`` default to :func:`~ragloom.parse.parse_sections`.
+
+        ``protected`` spans (entity mentions, for example) are never cut through by strategies
+        that honour them.
+        """
+        if sections is None:
+            sections = parse_sections(text)
+        guard = Protected(protected)
+        per_section = [(section, self.split_section(text, section.start, section.end, guard)) for section in sections]
+        total = sum(len(spans) for _, spans in per_section)
+        chunks: list[Chunk] = []
+        for section, spans in per_section:
+            for i, (start, end, tokens, issues) in enumerate(spans):
+                chunks.append(
+                    Chunk(
+                        text=text[start:end],
+                        start=start,
+                        end=end,
+                        token_count=tokens,
+                        chunk_index=len(chunks),
+                        total_chunks=total,
+                        section_path=section.path,
+                        section_index=section.index,
+                        chunk_index_in_section=i,
+                        strategy=self.name,
+                        issues=issues,
+                    )
+                )
+        return chunks
+
+    @abstractmethod
+    def split_section(self, text: str, start: int, end: int, protected: Protected) -> list[Span]:
+        """Spans covering the text of ``text[start:end]``."""
+
+    def params(self) -> dict[str, object]:
+        """The parameters that define this chunker's output (recorded with an index)."""
+        return {}
+
+
+def closest(candidates: Sequence[int], target: int, allowed: Callable[[int], bool] | None) -> int | None:
+    """The candidate nearest ``target`` that ``allowed`` accepts (all, when it is None)."""
+    if allowed is not None:
+        candidates = [c for c in candidates if allowed(c)]
+    return min(candidates, key=lambda c: abs(c - target), default=None)

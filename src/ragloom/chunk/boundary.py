@@ -1,0 +1,139 @@
+"""``boundary``: character-sized chunks cut at paragraph ends, then sentence ends, never
+through a protected span (an entity mention, for example)."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from ragloom.chunk.base import Chunker, Protected, Span, closest, register, require, resolve_tokenizer, trim
+from ragloom.parse.sentences import paragraph_ends, sentence_ends
+from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
+from ragloom.types import QualityIssue
+
+_LINE_END = re.compile(r"[^\s](?=[ \t]*\n)")
+_WORD_END = re.compile(r"[^\s](?=\s)")
+
+
+@register
+class BoundaryChunker(Chunker):
+    """Chunks of ``min_size`` to ``max_size`` characters, as close to ``target_size`` as the
+    text's boundaries allow, with about ``overlap`` characters shared by neighbours.
+
+    Cut points, in order of preference: paragraph ends, sentence ends, line ends, word ends,
+    and only if a window has none of those, a hard cut. A section shorter than ``min_size``
+    becomes one short chunk that says so in its quality issues.
+    """
+
+    name = "boundary"
+
+    def __init__(
+        self,
+        target_size: int = 800,
+        min_size: int = 500,
+        max_size: int = 1200,
+        overlap: int = 100,
+        *,
+        tokenizer: str | TokenCounter = DEFAULT_TOKENIZER,
+    ) -> None:
+        require(min_size >= 1, f"min_size ({min_size}) must be at least 1")
+        require(
+            min_size <= target_size <= max_size,
+            f"sizes must satisfy min_size ({min_size}) <= target_size ({target_size}) <= max_size ({max_size})",
+        )
+        require(0 <= overlap < min_size, f"overlap ({overlap}) must be in [0, min_size ({min_size}))")
+        require(
+            max_size >= 2 * min_size - overlap,
+            f"max_size ({max_size}) must be at least 2 * min_size - overlap ({2 * min_size - overlap}) "
+            "so that every section can be split within the bounds",
+        )
+        self.target_size = target_size
+        self.min_size = min_size
+        self.max_size = max_size
+        self.overlap = overlap
+        self.tokenizer = resolve_tokenizer(tokenizer)
+
+    def params(self) -> dict[str, object]:
+        return {
+            "target_size": self.target_size,
+            "min_size": self.min_size,
+            "max_size": self.max_size,
+            "overlap": self.overlap,
+            "tokenizer": self.tokenizer.name,
+        }
+
+    def _cut(self, text: str, lo: int, hi: int, target: int, protected: Protected, paragraphs: list[int]) -> int:
+        """The best cut in ``[lo, hi]``: nearest ``target`` among the best kind of boundary."""
+        allowed = protected.allows if protected else None
+        for finder in (
+            lambda: paragraphs[bisect.bisect_left(paragraphs, lo) : bisect.bisect_right(paragraphs, hi)],
+            lambda: sentence_ends(text, lo, min(hi + 2, len(text))),
+            lambda: [m.end() for m in _LINE_END.finditer(text, lo - 1, hi)],
+            lambda: [m.end() for m in _WORD_END.finditer(text, lo - 1, hi)],
+        ):
+            best = closest([c for c in finder() if lo <= c <= hi], target, allowed)
+            if best is not None:
+                return best
+        span = protected.containing(hi)
+        if span is None:
+            return hi
+        # The whole window lies inside one protected span: end the chunk before or after it.
+        return span[0] if span[0] > lo - self.min_size else span[1]
+
+    def _next_start(self, text: str, start: int, cut: int, protected: Protected) -> int:
+        """Where the next chunk starts: a word start at least ``overlap`` characters before ``cut``."""
+        if self.overlap == 0:
+            return trim(text, cut, len(text))[0]
+        # Moving back to a word start keeps the next chunk's start at or before cut - overlap,
+        # which is what the window bound in split_section relies on.
+        goal = cut - self.overlap
+        nxt = max(text.rfind(" ", start + 1, goal), text.rfind("\n", start + 1, goal)) + 1
+        if nxt <= start + 1:
+            nxt = goal
+        span = protected.containing(nxt)
+        if span is not None:
+            nxt = span[0] if span[0] > start else span[1]
+        nxt = trim(text, nxt, len(text))[0]
+        return nxt if nxt <= goal or span is not None else goal
+
+    def split_section(self, text: str, start: int, end: int, protected: Protected) -> list[Span]:
+        start, end = trim(text, start, end)
+        if start >= end:
+            return []
+        count = self.tokenizer.count
+        if end - start <= self.max_size:
+            issues: tuple[QualityIssue, ...] = ()
+            if end - start < self.min_size:
+                issues = (
+                    QualityIssue(
+                        "length_violation",
+                        "low",
+                        f"section is {end - start} characters, shorter than min_size ({self.min_size})",
+                        "expected for short sections; merge them in the source if they belong together",
+                    ),
+                )
+            return [(start, end, count(text[start:end]), issues)]
+        spans: list[Span] = []
+        pos = start
+        paragraphs = paragraph_ends(text, start, end)  # one scan beats a regex call per window
+        while end - pos > self.max_size:
+            lo = pos + self.min_size
+            hi = min(pos + self.max_size, end - self.min_size + self.overlap)
+            cut = self._cut(text, lo, hi, pos + self.target_size, protected, paragraphs)
+            _, cut = trim(text, pos, cut)
+            issues = ()
+            if not lo <= cut <= pos + self.max_size:
+                issues = (
+                    QualityIssue(
+                        "length_violation",
+                        "medium",
+                        f"chunk is {cut - pos} characters: a protected span left no cut inside "
+                        f"[{self.min_size}, {self.max_size}]",
+                        "shorten the protected span or raise max_size",
+                    ),
+                )
+            spans.append((pos, cut, count(text[pos:cut]), issues))
+            nxt = self._next_start(text, pos, cut, protected)
+            pos = nxt if nxt > pos else cut
+        spans.append((pos, end, count(text[pos:end]), ()))
+        return spans

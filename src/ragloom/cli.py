@@ -1,0 +1,319 @@
+"""The ``ragloom`` command line. It calls the :class:`~ragloom.engine.Engine` facade only."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ragloom.errors import RagloomError
+
+app = typer.Typer(
+    name="ragloom",
+    help="A local-first context engine for retrieval-augmented generation.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+err = Console(stderr=True)
+
+WorkspaceOpt = Annotated[
+    Path | None,
+    typer.Option("--workspace", "-w", envvar="RAGLOOM_WORKSPACE", show_envvar=True,
+                 help="Workspace folder [default: ./ragloom-data]."),
+]
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option("--config", envvar="RAGLOOM_CONFIG", help="Extra TOML settings file (over <workspace>/ragloom.toml)."),
+]
+TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant [default: the tenant setting].")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+
+
+def _engine(workspace: Path | None, config: Path | None = None):  # noqa: ANN202
+    from ragloom.engine import Engine
+
+    return Engine(workspace, config_file=config)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Turn ragloom errors into one red line and exit status 2."""
+    try:
+        yield
+    except RagloomError as exc:
+        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+
+
+def _print_warnings(warnings: list[str]) -> None:
+    for warning in warnings:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
+
+
+class _RichProgress:
+    """Draws one bar per stage of a long operation."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.tasks: dict[str, Any] = {}
+
+    def stage(self, name: str, total: int | None) -> None:
+        if name in self.tasks:
+            self.progress.update(self.tasks[name], total=total, completed=0, visible=True)
+        else:
+            self.tasks[name] = self.progress.add_task(name, total=total)
+
+    def advance(self, name: str, amount: int = 1) -> None:
+        if name in self.tasks:
+            self.progress.advance(self.tasks[name], amount)
+
+    def message(self, text: str) -> None:
+        self.progress.console.print(f"[red]✗[/] {escape(text)}")
+
+
+@contextmanager
+def _progress(enabled: bool = True) -> Iterator[_RichProgress | None]:
+    if not enabled:
+        yield None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=False) as bar:
+        yield _RichProgress(bar)
+
+
+def _display_path(path: str) -> str:
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or folders (read recursively).")],
+    lens: Annotated[str, typer.Option("--lens", "-l", help="The perspective these documents speak from.")],
+    tenant: TenantOpt = None,
+    sync: Annotated[bool, typer.Option("--sync", help="Mark documents whose files are gone as deleted.")] = False,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Read documents into the workspace under a lens. Exit status 1 if any file failed."""
+    with _errors():
+        engine = _engine(workspace, config)
+        _print_warnings(engine.warnings)
+        with _progress(not as_json) as progress:
+            report = engine.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress)
+    if as_json:
+        console.print_json(json.dumps(report.to_dict(), default=str))
+    else:
+        console.print(
+            f"[bold]{report.files}[/] files: [green]{report.added} added[/], [cyan]{report.updated} updated[/], "
+            f"{report.unchanged} unchanged, {report.deleted} deleted, "
+            f"[{'red' if report.failed else 'dim'}]{len(report.failed)} failed[/]. "
+            f"{report.chunks_written} chunk versions written ({report.chunks_embedded} embedded, "
+            f"{report.chunks_reused} reused) in {report.seconds:.1f}s."
+        )
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+def chunk(
+    file: Annotated[Path, typer.Argument(help="One document.")],
+    strategy: Annotated[str | None, typer.Option("--strategy", "-s", help="token, boundary or sentence.")] = None,
+    jsonl: Annotated[bool, typer.Option("--jsonl", help="One JSON object per chunk.")] = False,
+    lens: Annotated[str, typer.Option("--lens", "-l")] = "default",
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Chunk one file and print the chunks (no store needed)."""
+    with _errors():
+        engine = _engine(workspace, config)
+        document, chunks = engine.chunk_file(file, strategy=strategy, lens=lens)
+    if jsonl:
+        for c in chunks:
+            sys.stdout.write(json.dumps({
+                "chunk_id": c.chunk_id, "chunk_index": c.chunk_index, "start_char": c.start, "end_char": c.end,
+                "text": c.text, "contextualized_text": c.contextualized_text, "token_count": c.token_count,
+                "section_path": list(c.section_path), "strategy": c.strategy,
+            }, ensure_ascii=False) + "\n")
+        return
+    table = Table(title=f"{document.title} — {len(chunks)} chunks ({chunks[0].strategy if chunks else ''})")
+    for column in ("#", "chars", "tokens", "section", "text"):
+        table.add_column(column, overflow="fold")
+    for c in chunks:
+        preview = " ".join(c.text.split())
+        table.add_row(str(c.chunk_index), f"{c.start}-{c.end}", str(c.token_count), escape(c.section_path_str),
+                      escape(preview[:120] + ("…" if len(preview) > 120 else "")))
+    console.print(table)
+
+
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int | None, typer.Option("-k", help="Number of results.")] = None,
+    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
+    mode: Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode.")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Search the workspace."""
+    with _errors():
+        engine = _engine(workspace, config)
+        result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of)
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str, indent=2) + "\n")
+        return
+    _print_warnings(result.warnings)
+    for note in result.notes:
+        err.print(f"[dim]note:[/] {escape(note)}")
+    _print_results(result)
+
+
+def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult
+    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {len(result)} results, "
+                  f"{result.seconds * 1000:.0f} ms)[/]")
+    if not result.results:
+        console.print("  [dim]no results: has anything been ingested? try 'ragloom stats'[/]")
+    for rank, r in enumerate(result, start=1):
+        section = f" › {escape(r.section_path_str)}" if r.section_path else ""
+        console.print(f"  [bold cyan]{rank}.[/] [green]{r.score:.3f}[/] [magenta]{escape(r.lens)}[/] "
+                      f"{escape(_display_path(r.source_path))}{section} [dim][{r.start}:{r.end}][/]")
+        if r.via:
+            console.print(f"     [dim]via {escape(str(r.via))}[/]")
+        snippet = " ".join(r.text.split())
+        console.print(f"     {escape(snippet[:240])}{'…' if len(snippet) > 240 else ''}")
+
+
+@app.command()
+def stats(as_json: JsonOpt = False, tenant: TenantOpt = None, workspace: WorkspaceOpt = None,
+          config: ConfigOpt = None) -> None:
+    """Documents, chunks and tokens per lens, and how the index was built."""
+    with _errors():
+        data = _engine(workspace, config).stats(tenant=tenant)
+    if as_json:
+        console.print_json(json.dumps(data, default=str))
+        return
+    _print_warnings(data["warnings"])
+    console.print(f"[bold]{escape(data['workspace'])}[/] (tenant {escape(data['tenant'])}): {data['documents']} documents, "
+                  f"{data['chunks']} chunks, {data['tokens']} tokens; {data['chunk_versions_stored']} chunk "
+                  f"versions stored; embedder {data['embedder']}, embedding {data['embedded_text']} text")
+    table = Table()
+    for column in ("lens", "documents", "chunks", "tokens"):
+        table.add_column(column, justify="right" if column != "lens" else "left")
+    for lens_name, entry in data["lenses"].items():
+        table.add_row(escape(lens_name), str(entry["documents"]), str(entry["chunks"]), str(entry["tokens"]))
+    console.print(table)
+
+
+@app.command()
+def clear(
+    lens: Annotated[str | None, typer.Option("--lens", "-l", help="Only this lens.")] = None,
+    tenant: TenantOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Delete documents (all, or one lens) with all their versions."""
+    what = f"lens {lens!r}" if lens else "every document"
+    if not yes and sys.stdin.isatty() and not typer.confirm(f"Delete {what} from the workspace?"):
+        raise typer.Exit(1)
+    with _errors():
+        removed = _engine(workspace, config).clear(lens=lens, tenant=tenant)
+    console.print(f"removed {removed} documents")
+
+
+@app.command()
+def reindex(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
+    """Rebuild all chunks with the current settings, from the stored documents and their history."""
+    with _errors():
+        engine = _engine(workspace, config)
+        with _progress() as progress:
+            report = engine.reindex(progress=progress)
+    console.print(f"reindexed {report.files} documents: {report.chunks_written} chunk versions "
+                  f"({report.chunks_embedded} embedded) in {report.seconds:.1f}s")
+
+
+@app.command()
+def history(path: Annotated[Path, typer.Argument(help="A document's file path.")], tenant: TenantOpt = None,
+            as_json: JsonOpt = False, workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
+    """List a document's versions with their change summaries."""
+    with _errors():
+        rows = _engine(workspace, config).history(path, tenant=tenant)
+    if as_json:
+        console.print_json(json.dumps(rows, default=str))
+        return
+    if not rows:
+        console.print(f"no versions of {escape(str(path))} in this workspace")
+        raise typer.Exit(1)
+    table = Table(title=escape(str(path)))
+    for column in ("version", "as of", "change", "summary", "chunks"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(str(row["version_sequence"]), row["as_of"].isoformat(timespec="seconds"), row["change_type"],
+                      escape(row["change_summary"] or ""), str(row["chunk_count"]))
+    console.print(table)
+
+
+DEMO_QUERIES = (
+    "When will the QuickBooks catalog integration ship?",
+    "How many engineers does the team have, and how much capacity is planned per quarter?",
+    "What are customers asking for about offline mode in the mobile app?",
+)
+
+
+@app.command()
+def demo(
+    materials: Annotated[Path | None, typer.Option(help="Folder with one sub-folder per lens.")] = None,
+    k: Annotated[int, typer.Option("-k")] = 3,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Ingest the bundled sample materials under their lenses and answer three questions."""
+    from ragloom.demo import find_materials
+
+    with _errors():
+        folder = find_materials(materials)
+        engine = _engine(workspace, config)
+        _print_warnings(engine.warnings)
+        lenses = sorted(p for p in folder.iterdir() if p.is_dir())
+        console.print(f"[bold]ragloom demo[/]: {len(lenses)} lenses from {escape(_display_path(str(folder)))} "
+                      f"into {escape(str(engine.workspace.path))}")
+        failed = 0
+        with _progress() as progress:
+            for lens_dir in lenses:
+                report = engine.ingest(lens_dir, lens=lens_dir.name, progress=progress)
+                failed += len(report.failed)
+                console.print(f"  [magenta]{lens_dir.name:<20}[/] {report.files} files, {report.added} added, "
+                              f"{report.updated} updated, {report.unchanged} unchanged")
+        for question in DEMO_QUERIES:
+            console.print()
+            _print_results(engine.query(question, k=k))
+    if failed:
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,226 @@
+"""Settings: defaults, then the workspace's ``ragloom.toml``, then ``RAGLOOM_*`` environment
+variables (``RAGLOOM_CHUNKING__CHUNK_SIZE=512`` sets ``[chunking] chunk_size``).
+
+The settings that decide what an index contains (chunking, prefix, embedding) are recorded in
+the workspace when it is built; :func:`index_signature` is what gets compared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ragloom.errors import ConfigError
+from ragloom.parse.doctype import DEFAULT_RULES
+
+CONFIG_FILENAME = "ragloom.toml"
+ENV_PREFIX = "RAGLOOM_"
+DEFAULT_WORKSPACE = "ragloom-data"
+DEFAULT_LENSES = (
+    "your-voice",
+    "team-structured",
+    "team-conversational",
+    "business-framework",
+    "engineering",
+    "external-analyst",
+)
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChunkingSettings(_Section):
+    strategy: str = "token"
+    tokenizer: str = "cl100k_base"
+    chunk_size: int = Field(1024, ge=1, description="token strategy: tokens per chunk")
+    chunk_overlap: int = Field(150, ge=0, description="token strategy: tokens shared by neighbours")
+    boundary_window: float = Field(0.15, ge=0, lt=1, description="token strategy: tail share searched for a sentence end")
+    target_size: int = Field(800, ge=1, description="boundary strategy: characters")
+    min_size: int = Field(500, ge=1)
+    max_size: int = Field(1200, ge=1)
+    overlap_chars: int = Field(100, ge=0)
+    max_sentence_chars: int = Field(2000, ge=20, description="sentence strategy: longer sentences are split")
+
+
+class PrefixSettings(_Section):
+    template: str = "[Document: {title} - Type: {doc_type} - Section: {section}]"
+    separator: str = "\n\n"
+    max_section_chars: int = Field(80, ge=10)
+    max_title_chars: int = Field(80, ge=10)
+    empty_section: str = "Introduction"
+
+
+class DocTypeRuleSettings(_Section):
+    type: str
+    filename: str | None = None
+    content: str | None = None
+    lens: str | None = None
+
+
+class DocTypeSettings(_Section):
+    default: str = "Document"
+    rules: tuple[DocTypeRuleSettings, ...] = tuple(
+        DocTypeRuleSettings(type=r.type, filename=r.filename, content=r.content, lens=r.lens) for r in DEFAULT_RULES
+    )
+
+
+class EmbeddingSettings(_Section):
+    model: str = "all-MiniLM-L6-v2"
+    embed_text: Literal["contextual", "naked"] = "contextual"
+    batch_size: int = Field(32, ge=1)
+    device: str = "cpu"
+    cache: bool = True
+
+
+class RetrievalSettings(_Section):
+    mode: str = "hybrid"
+    k: int = Field(5, ge=1)
+    rrf_k: int = Field(60, ge=1)
+    candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
+    lenses: tuple[str, ...] = DEFAULT_LENSES
+
+
+class IngestSettings(_Section):
+    max_file_mb: float = Field(50.0, gt=0)
+    extensions: tuple[str, ...] = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")
+    include_hidden: bool = False
+    batch_chunks: int = Field(512, ge=1, description="chunks embedded and written per batch")
+
+
+class Settings(_Section):
+    tenant: str = "default"
+    chunking: ChunkingSettings = ChunkingSettings()
+    prefix: PrefixSettings = PrefixSettings()
+    doc_types: DocTypeSettings = DocTypeSettings()
+    embedding: EmbeddingSettings = EmbeddingSettings()
+    retrieval: RetrievalSettings = RetrievalSettings()
+    ingest: IngestSettings = IngestSettings()
+
+    @model_validator(mode="after")
+    def _check_chunking(self) -> Settings:
+        c = self.chunking
+        if c.chunk_overlap >= c.chunk_size:
+            raise ValueError(
+                f"chunking.chunk_overlap ({c.chunk_overlap}) must be smaller than chunking.chunk_size ({c.chunk_size})"
+            )
+        if not c.min_size <= c.target_size <= c.max_size:
+            raise ValueError(
+                f"chunking sizes must satisfy min_size ({c.min_size}) <= target_size ({c.target_size}) "
+                f"<= max_size ({c.max_size})"
+            )
+        return self
+
+    @classmethod
+    def load(cls, workspace: str | Path | None = None, *, config_file: str | Path | None = None,
+             overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
+        """Defaults < ``<workspace>/ragloom.toml`` < ``config_file`` < environment < ``overrides``."""
+        data: dict[str, Any] = {}
+        files = []
+        if workspace is not None:
+            files.append(Path(workspace) / CONFIG_FILENAME)
+        if config_file is not None:
+            if not Path(config_file).is_file():
+                raise ConfigError(f"config file {config_file} does not exist; pass an existing TOML file")
+            files.append(Path(config_file))
+        for path in files:
+            if path.is_file():
+                try:
+                    _merge(data, tomllib.loads(path.read_text(encoding="utf-8")))
+                except tomllib.TOMLDecodeError as exc:
+                    raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
+        _merge(data, env_overrides(os.environ if environ is None else environ))
+        if overrides:
+            _merge(data, _nest(overrides))
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, files)) from exc
+
+    def with_overrides(self, **dotted: Any) -> Settings:
+        """A copy with ``section__key=value`` (or ``section={...}``) settings replaced."""
+        data = self.model_dump()
+        _merge(data, _nest({k.replace("__", "."): v for k, v in dotted.items()}))
+        try:
+            return type(self).model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, [])) from exc
+
+
+def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in flat.items():
+        parts = key.split(".")
+        node = out
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return out
+
+
+def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        else:
+            base[key] = value
+
+
+def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
+    """``RAGLOOM_SECTION__KEY=value`` pairs as nested settings; values parsed as JSON when they can be."""
+    flat: dict[str, Any] = {}
+    for name, raw in environ.items():
+        if not name.startswith(ENV_PREFIX) or name in ("RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG"):
+            continue
+        key = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+        try:
+            flat[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            flat[key] = raw
+    return _nest(flat)
+
+
+def _explain(exc: ValidationError, files: list[Path]) -> str:
+    where = f" (read from {', '.join(map(str, files))} and RAGLOOM_* variables)" if files else ""
+    problems = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "settings"
+        problems.append(f"{loc}: {err['msg']}")
+    return "invalid settings" + where + ": " + "; ".join(problems)
+
+
+def index_signature(settings: Settings) -> dict[str, Any]:
+    """The settings an index is built with; a change in any of them calls for ``ragloom reindex``."""
+    signature = {
+        "chunking": settings.chunking.model_dump(),
+        "prefix": settings.prefix.model_dump(),
+        "doc_types": settings.doc_types.model_dump(),
+        "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
+    }
+    return json.loads(json.dumps(signature))  # the form it has once written to the workspace
+
+
+def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Human-readable ``section.key: old -> new`` lines for settings that changed."""
+    diffs: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for key in sorted(set(a) | set(b)):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            if path.startswith("doc_types"):
+                path = "doc_types"
+            short = lambda v: json.dumps(v)[:60]  # noqa: E731
+            line = f"{path}: {short(a)} -> {short(b)}"
+            if not any(d.startswith(path + ":") for d in diffs):
+                diffs.append(line)
+
+    walk(recorded, current, "")
+    return diffs

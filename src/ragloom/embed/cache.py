@@ -1,0 +1,70 @@
+"""A disk cache of embeddings keyed by model and text, so re-runs embed nothing twice."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ragloom.embed.base import Embedder, ProgressCallback
+
+_BATCH = 500
+
+
+class CachedEmbedder:
+    """Wraps an embedder; vectors are stored in a SQLite file under the key (model, text)."""
+
+    def __init__(self, inner: Embedder, path: str | Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as db:
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self.hits = 0
+        self.misses = 0
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=30)
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def _key(self, text: str) -> str:
+        return hashlib.blake2b(f"{self.name}\0{text}".encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+
+    def embed(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
+        keys = [self._key(t) for t in texts]
+        found: dict[str, np.ndarray] = {}
+        with self._connect() as db:
+            unique = list(dict.fromkeys(keys))
+            for lo in range(0, len(unique), _BATCH):
+                batch = unique[lo : lo + _BATCH]
+                marks = ",".join("?" * len(batch))
+                for key, blob in db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", batch):
+                    found[key] = np.frombuffer(blob, dtype=np.float32)
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        todo = list(dict.fromkeys(keys[i] for i in missing))
+        first_text = {keys[i]: texts[i] for i in reversed(missing)}
+        if todo:
+            vectors = self.inner.embed([first_text[k] for k in todo], progress=progress)
+            with self._connect() as db:
+                db.executemany(
+                    "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                    [(k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vectors, strict=True)],
+                )
+            found.update(zip(todo, vectors, strict=True))
+        if progress is not None and len(texts) > len(todo):
+            progress(len(texts) - len(todo))
+        self.misses += len(todo)
+        self.hits += len(texts) - len(missing)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]

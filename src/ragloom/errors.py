@@ -1,0 +1,96 @@
+"""One exception hierarchy for ragloom.
+
+Every error a user can meet derives from :class:`RagloomError`. Messages name the file or the
+parameter involved and say how to fix the problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+
+class RagloomError(Exception):
+    """Base class of every ragloom error."""
+
+
+class ConfigError(RagloomError, ValueError):
+    """A setting is missing, malformed or out of bounds."""
+
+
+class InvalidParameterError(RagloomError, ValueError):
+    """A constructor or function argument is out of bounds."""
+
+
+class UnknownNameError(InvalidParameterError, KeyError):
+    """A strategy, mode, tokenizer or other named thing is not registered."""
+
+    def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
+        self.kind, self.name, self.valid = kind, name, sorted(valid)
+        super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
+
+    def __str__(self) -> str:  # KeyError would wrap the message in quotes
+        return str(self.args[0])
+
+
+class MissingExtraError(RagloomError, ImportError):
+    """An optional dependency is not installed."""
+
+    def __init__(self, package: str, extra: str, purpose: str) -> None:
+        super().__init__(
+            f"{purpose} needs the package {package!r}, which is not installed; "
+            f"install it with: pip install 'ragloom[{extra}]'"
+        )
+
+
+class LoadError(RagloomError):
+    """A file could not be turned into a document. The batch it belongs to carries on."""
+
+    reason = "could not be read"
+
+    def __init__(self, path: str | Path, detail: str = "", *, fix: str = "") -> None:
+        self.path = str(path)
+        self.detail = detail
+        self.fix = fix
+        message = f"{self.path}: {self.reason}"
+        if detail:
+            message += f" ({detail})"
+        if fix:
+            message += f"; {fix}"
+        super().__init__(message)
+
+
+class UnsupportedFormatError(LoadError):
+    reason = "unsupported file type"
+
+
+class EmptyDocumentError(LoadError):
+    reason = "empty document, nothing to index"
+
+
+class BinaryFileError(LoadError):
+    reason = "binary content where text was expected"
+
+
+class CorruptFileError(LoadError):
+    reason = "corrupt or unreadable file"
+
+
+class EncryptedFileError(LoadError):
+    reason = "password-protected file"
+
+
+class FileTooLargeError(LoadError):
+    reason = "file too large"
+
+
+class EmbeddingError(RagloomError):
+    """The embedding model could not be loaded or failed on input."""
+
+
+class StoreError(RagloomError):
+    """The workspace store is missing, locked or inconsistent."""
+
+
+class WorkspaceMismatchWarning(UserWarning):
+    """The workspace was built with other chunk or embedding parameters than the current ones."""

@@ -1,0 +1,115 @@
+"""PDF to Markdown with pdfminer.six: text boxes become paragraphs, larger or bold lines
+become headings (their level from the rank of their font size)."""
+
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from pdfminer.high_level import extract_pages
+from pdfminer.layout import LAParams, LTChar, LTTextContainer
+from pdfminer.pdfdocument import PDFDocument
+from pdfminer.pdfparser import PDFParser
+
+_SPACES = re.compile(r"[ \t\u00a0]{2,}")
+#: A line counts as a heading when its font is this much larger than the body text.
+HEADING_RATIO = 1.08
+MAX_HEADING_CHARS = 120
+
+
+@dataclass
+class _Line:
+    text: str
+    size: float
+    bold: bool
+    page: int
+    top: float
+    bottom: float
+
+
+def _lines(data: bytes) -> list[_Line]:
+    lines: list[_Line] = []
+    for number, page in enumerate(extract_pages(io.BytesIO(data), laparams=LAParams())):
+        for element in page:
+            if not isinstance(element, LTTextContainer):
+                continue
+            for line in element:
+                chars = [c for c in line if isinstance(c, LTChar)] if hasattr(line, "__iter__") else []
+                text = _SPACES.sub(" ", line.get_text()).strip()
+                if not text or not chars:
+                    continue
+                size = Counter(round(c.size, 1) for c in chars).most_common(1)[0][0]
+                bold = sum("Bold" in c.fontname or "Black" in c.fontname for c in chars) > len(chars) / 2
+                lines.append(_Line(text, size, bold, number, line.y1, line.y0))
+    return lines
+
+
+def _continues(prev: _Line | None, line: _Line) -> bool:
+    """Whether ``line`` continues the paragraph that ``prev`` ends: same size, and close
+    below it on the same page (or at the top of the next page mid-sentence)."""
+    if prev is None or abs(prev.size - line.size) > 0.5:
+        return False
+    if line.page != prev.page:
+        return not prev.text.endswith((".", "!", "?", ":"))
+    gap = prev.bottom - line.top
+    return -line.size < gap < line.size * 0.8
+
+
+def _metadata_title(data: bytes) -> str | None:
+    doc = PDFDocument(PDFParser(io.BytesIO(data)))
+    for info in doc.info:
+        raw = info.get("Title")
+        if isinstance(raw, bytes):
+            if raw.startswith(b"\xfe\xff"):
+                return raw[2:].decode("utf-16-be", "replace").strip() or None
+            return raw.decode("latin-1").strip() or None
+        if isinstance(raw, str):
+            return raw.strip() or None
+    return None
+
+
+def pdf_to_markdown(data: bytes) -> tuple[str, str | None]:
+    """(Markdown, title) of a PDF's bytes."""
+    lines = _lines(data)
+    if not lines:
+        return "", _metadata_title(data)
+    weights: Counter[float] = Counter()
+    for line in lines:
+        weights[line.size] += len(line.text)
+    body = weights.most_common(1)[0][0]
+
+    def is_heading(line: _Line) -> bool:
+        if len(line.text) > MAX_HEADING_CHARS or line.text.endswith((".", ",", ";")):
+            return False
+        return line.size >= body * HEADING_RATIO or (line.bold and line.size >= body)
+
+    heading_sizes = sorted({line.size for line in lines if is_heading(line)}, reverse=True)
+    level = {size: min(i + 1, 6) for i, size in enumerate(heading_sizes)}
+    blocks: list[str] = []
+    paragraph: list[str] = []
+    prev: _Line | None = None
+
+    def flush() -> None:
+        if paragraph:
+            text = paragraph[0]
+            for piece in paragraph[1:]:
+                # A line ending in a hyphen continues the word; keep the hyphen (mid-July).
+                text = text + piece if text.endswith("-") else f"{text} {piece}"
+            blocks.append(text)
+            paragraph.clear()
+
+    for line in lines:
+        if is_heading(line):
+            flush()
+            blocks.append("#" * level[line.size] + " " + line.text)
+            line = None  # noqa: PLW2901 - a heading ends any paragraph
+        else:
+            if not _continues(prev, line):
+                flush()
+            paragraph.append(line.text)
+        prev = line
+    flush()
+    title = _metadata_title(data)
+    return "\n\n".join(blocks) + "\n", title

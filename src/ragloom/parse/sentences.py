@@ -1,0 +1,176 @@
+"""Sentence and paragraph boundaries with exact offsets.
+
+Sentences are found by rule, not by a model: terminal punctuation followed by whitespace and
+something that can start a sentence, unless the word before is a known abbreviation or an
+initial; a blank line, a list item, a heading or a table row always starts a new sentence;
+fenced code is kept whole (split by lines only when longer than ``max_chars``). Every
+non-whitespace character of the input belongs to exactly one sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al approx dept est fig figs inc ltd co corp
+    no nos vol vols pp ed eds jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri
+    sat sun u.s u.k a.m p.m gen col lt sgt capt rev hon ph.d m.sc b.sc""".split()
+)
+
+_TERMINAL = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+_STARTER = re.compile(r"\s+[\"'“‘(\[*_]*[A-Z0-9À-ÖØ-Þ]")
+_BLANK_LINE = re.compile(r"\n[ \t]*\n")
+_BLOCK_LINE = re.compile(r"\n(?= {0,3}(?:[-+*][ \t]|\d{1,9}[.)][ \t]|#{1,6}[ \t]|\||>|```|~~~))")
+# The end of a heading line or of a setext underline: a sentence always ends there.
+_HEADING_LINE_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|=+[ \t]*|-+[ \t]*)$(?=\n)", re.MULTILINE)
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+_WORD_BEFORE = re.compile(r"([\w.]+)\.$")
+
+
+def _is_abbreviation(text: str, dot: int) -> bool:
+    """Whether the period at ``text[dot]`` ends an abbreviation or an initial."""
+    m = _WORD_BEFORE.search(text, max(0, dot - 12), dot + 1)
+    if m is None:
+        return False
+    word = m.group(1)
+    if len(word) == 1 and word.isalpha() and word.isupper():
+        return True  # an initial: "J. Smith"
+    return word.lower() in ABBREVIATIONS
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
+def _fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Spans of fenced code blocks (fence lines included) within ``[start, end)``."""
+    blocks: list[tuple[int, int]] = []
+    opening: re.Match[str] | None = None
+    for m in _FENCE.finditer(text, start, end):
+        if opening is None:
+            opening = m
+        elif m.group(1)[0] == opening.group(1)[0] and len(m.group(1)) >= len(opening.group(1)):
+            blocks.append((opening.start(), m.end()))
+            opening = None
+    if opening is not None:
+        blocks.append((opening.start(), end))
+    return blocks
+
+
+def _split_long(text: str, start: int, end: int, max_chars: int) -> Iterator[tuple[int, int]]:
+    """Split a span longer than ``max_chars`` at line ends, else at spaces, else hard."""
+    while end - start > max_chars:
+        limit = start + max_chars
+        cut = text.rfind("\n", start + 1, limit)
+        if cut <= start:
+            cut = text.rfind(" ", start + 1, limit)
+        if cut <= start:
+            cut = limit
+        span = _trimmed(text, start, cut)
+        if span:
+            yield span
+        start = cut
+    span = _trimmed(text, start, end)
+    if span:
+        yield span
+
+
+def _line_pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Split a paragraph before list items, quotes and table rows and after heading lines."""
+    cuts = sorted(
+        [m.start() for m in _BLOCK_LINE.finditer(text, start, end)]
+        + [m.end() for m in _HEADING_LINE_END.finditer(text, start, end)]
+    )
+    pos = start
+    for cut in cuts:
+        if cut > pos:
+            yield pos, cut
+            pos = cut
+    yield pos, end
+
+
+def _prose_sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    for para_start, para_end in _between(_BLANK_LINE, text, start, end):
+        for line_start, line_end in _line_pieces(text, para_start, para_end):
+            begin = line_start
+            for m in _TERMINAL.finditer(text, line_start, line_end):
+                stop = m.end()
+                if not _STARTER.match(text, stop, line_end):
+                    continue
+                if text[m.start()] == "." and m.end() - m.start() == 1 and _is_abbreviation(text, m.start()):
+                    continue
+                span = _trimmed(text, begin, stop)
+                if span:
+                    yield span
+                begin = stop
+            span = _trimmed(text, begin, line_end)
+            if span:
+                yield span
+
+
+def _between(pattern: re.Pattern[str], text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """The pieces of ``[start, end)`` between matches of ``pattern``."""
+    pos = start
+    for m in pattern.finditer(text, start, end):
+        yield pos, m.start()
+        pos = m.end()
+    yield pos, end
+
+
+def sentence_spans(text: str, start: int = 0, end: int | None = None, *, max_chars: int = 2000) -> list[tuple[int, int]]:
+    """Sentence spans within ``text[start:end]``, whitespace-trimmed, in order.
+
+    Sentences longer than ``max_chars`` (code, tables, run-on text) are split at line ends.
+    """
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for block_start, block_end in [*_fenced_blocks(text, start, end), (end, end)]:
+        for s, e in _prose_sentences(text, pos, block_start):
+            spans.extend(_split_long(text, s, e, max_chars) if e - s > max_chars else [(s, e)])
+        if block_end > block_start:
+            spans.extend(_split_long(text, block_start, block_end, max_chars))
+        pos = block_end
+    return spans
+
+
+def paragraph_ends(text: str, start: int, end: int) -> list[int]:
+    """Sorted offsets in ``(start, end]`` where a paragraph ends (just after its last character)."""
+    ends = []
+    for m in _BLANK_LINE.finditer(text, start, end):
+        cut = m.start()
+        while cut > start and text[cut - 1].isspace():
+            cut -= 1
+        if cut > start:
+            ends.append(cut)
+    return ends
+
+
+def sentence_ends(text: str, start: int, end: int) -> list[int]:
+    """Sorted offsets in ``(start, end]`` just after a sentence's last character.
+
+    A cheap scan for cut points (the chunkers call it on a window): it applies the same
+    punctuation, starter and abbreviation rules as :func:`sentence_spans`, plus line ends
+    before list items, headings and table rows.
+    """
+    ends = []
+    for m in _TERMINAL.finditer(text, start, end):
+        stop = m.end()
+        if not _STARTER.match(text, stop):
+            continue
+        if text[m.start()] == "." and m.end() - m.start() == 1 and _is_abbreviation(text, m.start()):
+            continue
+        ends.append(stop)
+    for m in _BLOCK_LINE.finditer(text, start, end):
+        cut = m.start()
+        while cut > start and text[cut - 1].isspace():
+            cut -= 1
+        if cut > start:
+            ends.append(cut)
+    ends.extend(m.end() for m in _HEADING_LINE_END.finditer(text, start, end))
+    return sorted(set(ends))

@@ -1,0 +1,120 @@
+"""What every retriever shares: the search request, the registry of modes, row conversion."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from ragloom.embed.base import Embedder
+from ragloom.errors import UnknownNameError
+from ragloom.store.lance import LanceStore
+from ragloom.types import SECTION_SEPARATOR, ScoredChunk
+
+
+@dataclass
+class SearchRequest:
+    """One query against one tenant's store."""
+
+    text: str
+    store: LanceStore
+    embedder: Embedder
+    tenant: str
+    k: int = 5
+    lenses: Sequence[str] | None = None
+    as_of: datetime | None = None
+    candidates: int = 50
+    rrf_k: int = 60
+    options: Mapping[str, Any] = field(default_factory=dict)
+    #: Filled by the retriever: notes for the user (a lens with no chunks, for example).
+    notes: list[str] = field(default_factory=list)
+
+    @cached_property
+    def vector(self) -> np.ndarray:
+        return self.embedder.embed_query(self.text)
+
+
+Retriever = Callable[[SearchRequest], list[ScoredChunk]]
+_MODES: dict[str, Retriever] = {}
+
+
+def mode(name: str) -> Callable[[Retriever], Retriever]:
+    """Register a retrieval mode under ``name``."""
+
+    def add(fn: Retriever) -> Retriever:
+        _MODES[name] = fn
+        return fn
+
+    return add
+
+
+def mode_names() -> list[str]:
+    return sorted(_MODES)
+
+
+def get_mode(name: str) -> Retriever:
+    try:
+        return _MODES[name]
+    except KeyError:
+        raise UnknownNameError("retrieval mode", name, _MODES) from None
+
+
+def to_scored(row: Mapping[str, Any], score: float, retriever: str, *, scores: Mapping[str, float] | None = None,
+              via: Mapping[str, Any] | None = None) -> ScoredChunk:
+    path = row.get("section_path") or ""
+    return ScoredChunk(
+        chunk_id=row["chunk_id"],
+        document_id=row["document_id"],
+        text=row["text"],
+        score=float(score),
+        source_path=row["source_path"],
+        lens=row["lens"],
+        tenant=row["tenant_id"],
+        title=row.get("title") or "",
+        section_path=tuple(path.split(SECTION_SEPARATOR)) if path else (),
+        start=int(row["start_char"]),
+        end=int(row["end_char"]),
+        token_count=int(row.get("token_count") or 0),
+        chunk_index=int(row.get("chunk_index") or 0),
+        total_chunks=int(row.get("total_chunks") or 0),
+        doc_type=row.get("doc_type") or "",
+        prefix=row.get("prefix") or "",
+        version_id=row.get("version_id") or "",
+        as_of=row.get("as_of"),
+        document_date=row.get("document_date"),
+        retriever=retriever,
+        scores=dict(scores or {retriever: float(score)}),
+        via=via,
+        key_terms=tuple(row.get("key_terms") or ()),
+        time_refs=tuple(row.get("time_refs") or ()),
+        entities=tuple(row.get("entities") or ()),
+        vector=np.asarray(row["vector"], dtype=np.float32) if row.get("vector") is not None else None,
+    )
+
+
+def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], *, k: int = 60,
+                           weights: Mapping[str, float] | None = None) -> list[tuple[Mapping[str, Any], float, dict[str, float]]]:
+    """Fuse ranked row lists: score = sum over lists of weight / (k + rank), rank from 1.
+
+    Returns (row, fused score, per-list raw scores) best first; ties keep first-seen order.
+    """
+    fused: dict[str, float] = {}
+    rows: dict[str, Mapping[str, Any]] = {}
+    parts: dict[str, dict[str, float]] = {}
+    for name, ranked in rankings.items():
+        weight = 1.0 if weights is None else weights.get(name, 1.0)
+        for rank, row in enumerate(ranked, start=1):
+            key = row["chunk_id"]
+            rows.setdefault(key, row)
+            fused[key] = fused.get(key, 0.0) + weight / (k + rank)
+            parts.setdefault(key, {})[name] = float(row.get("_score", 0.0))
+    order = sorted(fused, key=lambda key: -fused[key])
+    return [(rows[key], fused[key], parts[key]) for key in order]
+
+
+def lens_scope(lenses: Iterable[str] | None) -> list[str] | None:
+    return None if lenses is None else list(lenses)

@@ -1,0 +1,357 @@
+"""The LanceDB store: the only module that imports lancedb.
+
+Tables (every row carries ``tenant_id``; every read is scoped by it):
+
+``documents``
+    one row per document version, with the full normalised text.
+``chunks``
+    one row per chunk version, with its vector, its naked and contextualised text and a
+    full-text index for BM25.
+
+Rows are never rewritten except to close their validity: a version is valid from ``as_of``
+until ``superseded_at`` (NULL while current). A tombstone has ``as_of == superseded_at``, so it
+is recorded in the history but never matched by a search. A document version's rows are
+written before the document row itself, and :meth:`LanceStore.repair` removes rows whose
+document row never landed, so a crash mid-write leaves the store as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ragloom.errors import MissingExtraError, StoreError
+from ragloom.store.filters import scope, sql_in, sql_str, sql_time
+
+TS = pa.timestamp("us", tz="UTC")
+
+_VERSION_FIELDS = [
+    pa.field("tenant_id", pa.string(), nullable=False),
+    pa.field("document_id", pa.string(), nullable=False),
+    pa.field("version_id", pa.string(), nullable=False),
+    pa.field("version_sequence", pa.int32(), nullable=False),
+    pa.field("previous_version_id", pa.string()),
+    pa.field("change_type", pa.string(), nullable=False),
+    pa.field("change_summary", pa.string()),
+    pa.field("as_of", TS, nullable=False),
+    pa.field("superseded_at", TS),
+    pa.field("created_at", TS, nullable=False),
+    pa.field("updated_at", TS, nullable=False),
+    pa.field("content_hash", pa.string(), nullable=False),
+    pa.field("lens", pa.string(), nullable=False),
+    pa.field("source_path", pa.string(), nullable=False),
+    pa.field("title", pa.string()),
+    pa.field("doc_type", pa.string()),
+    pa.field("document_date", pa.date32()),
+]
+
+DOCUMENT_SCHEMA = pa.schema(
+    [
+        *_VERSION_FIELDS,
+        pa.field("media_type", pa.string()),
+        pa.field("modified_at", TS),
+        pa.field("file_hash", pa.string()),
+        pa.field("size_chars", pa.int64()),
+        pa.field("chunk_count", pa.int32()),
+        pa.field("text", pa.large_string()),
+        pa.field("metadata_json", pa.string()),
+    ]
+)
+
+
+def chunk_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            *_VERSION_FIELDS,
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("doc_version_id", pa.string(), nullable=False),
+            pa.field("text", pa.string()),
+            pa.field("prefix", pa.string()),
+            pa.field("contextualized_text", pa.string()),
+            pa.field("start_char", pa.int64()),
+            pa.field("end_char", pa.int64()),
+            pa.field("token_count", pa.int32()),
+            pa.field("chunk_index", pa.int32()),
+            pa.field("total_chunks", pa.int32()),
+            pa.field("section_path", pa.string()),
+            pa.field("section_index", pa.int32()),
+            pa.field("chunk_index_in_section", pa.int32()),
+            pa.field("strategy", pa.string()),
+            pa.field("embedded_text", pa.string()),
+            pa.field("key_terms", pa.list_(pa.string())),
+            pa.field("time_refs", pa.list_(pa.string())),
+            pa.field("entities", pa.list_(pa.string())),
+            pa.field("quality_score", pa.float32()),
+            pa.field("quality_json", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ]
+    )
+
+
+#: Chunk columns returned by searches (everything but the bulky ones).
+RESULT_COLUMNS = [
+    "tenant_id", "document_id", "chunk_id", "version_id", "lens", "source_path", "title", "doc_type",
+    "document_date", "as_of", "created_at", "text", "prefix", "start_char", "end_char", "token_count",
+    "chunk_index", "total_chunks", "section_path", "section_index", "key_terms", "time_refs", "entities",
+    "quality_score",
+]
+_DOC_COLUMNS = [f.name for f in DOCUMENT_SCHEMA if f.name != "text"]
+
+
+def _lancedb():
+    # Lance logs routine events (a table being created, scoring columns) as warnings on stderr.
+    os.environ.setdefault("LANCE_LOG", "error")
+    try:
+        import lancedb
+    except ImportError as exc:  # pragma: no cover - core dependency
+        raise MissingExtraError("lancedb", "core", "the workspace store") from exc
+    return lancedb
+
+
+class LanceStore:
+    """Embedded LanceDB tables in ``<workspace>/lancedb``."""
+
+    def __init__(self, path: str | Path, *, fts_column: str = "contextualized_text") -> None:
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.fts_column = fts_column
+        self._db = _lancedb().connect(str(self.path))
+        self._tables: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    # -- tables ------------------------------------------------------------------------------
+
+    def _table(self, name: str, schema: pa.Schema | None = None):  # noqa: ANN202
+        with self._lock:
+            if name in self._tables:
+                return self._tables[name]
+            try:
+                table = self._db.open_table(name)
+            except ValueError:  # "Table 'x' was not found"
+                if schema is None:
+                    return None
+                table = self._db.create_table(name, schema=schema)
+            self._tables[name] = table
+            return table
+
+    def has_chunks(self) -> bool:
+        return self._table("chunks") is not None
+
+    @property
+    def dim(self) -> int | None:
+        table = self._table("chunks")
+        if table is None:
+            return None
+        return table.schema.field("vector").type.list_size
+
+    def _documents(self):  # noqa: ANN202
+        return self._table("documents", DOCUMENT_SCHEMA)
+
+    def _chunks(self, dim: int | None = None):  # noqa: ANN202
+        table = self._table("chunks", chunk_schema(dim) if dim else None)
+        if table is not None and dim and table.schema.field("vector").type.list_size != dim:
+            raise StoreError(
+                f"the workspace at {self.path.parent} holds {table.schema.field('vector').type.list_size}-dimensional "
+                f"vectors but the embedder makes {dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
+            )
+        return table
+
+    @staticmethod
+    def _rows(query, limit: int | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
+        return query.limit(limit).to_arrow().to_pylist()
+
+    def _select(self, table, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
+        if table is None:
+            return []
+        query = table.search().where(where)
+        if columns is not None:
+            query = query.select(list(columns))
+        return self._rows(query, None)
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def write(
+        self,
+        *,
+        documents: Sequence[Mapping[str, Any]],
+        chunks: Sequence[Mapping[str, Any]],
+        close_chunks: Iterable[str] = (),
+        close_documents: Iterable[str] = (),
+        at: datetime,
+        dim: int,
+    ) -> None:
+        """Add document and chunk versions, then close the versions they replace.
+
+        Chunk rows land first and document rows second, each in one commit; a crash before
+        the document rows land leaves orphan chunk rows that :meth:`repair` removes.
+        """
+        with self._lock:
+            if chunks:
+                table = self._chunks(dim)
+                table.add(pa.Table.from_pylist(list(chunks), schema=chunk_schema(dim)))
+                self._ensure_fts(table)
+            if documents:
+                self._documents().add(pa.Table.from_pylist(list(documents), schema=DOCUMENT_SCHEMA))
+            close_chunks = list(close_chunks)
+            close_documents = list(close_documents)
+            stamp = sql_time(at)
+            if close_chunks:
+                for lo in range(0, len(close_chunks), 2000):
+                    where = sql_in("version_id", close_chunks[lo : lo + 2000]) + " AND superseded_at IS NULL"
+                    self._chunks().update(where=where, values_sql={"superseded_at": stamp})
+            if close_documents:
+                where = sql_in("version_id", close_documents) + " AND superseded_at IS NULL"
+                self._documents().update(where=where, values_sql={"superseded_at": stamp})
+
+    def _ensure_fts(self, table) -> None:  # noqa: ANN001
+        if any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices()):
+            return
+        from lancedb.index import FTS
+
+        table.create_index(
+            self.fts_column,
+            config=FTS(with_position=False, stem=True, remove_stop_words=True, lower_case=True, ascii_folding=True),
+            replace=True,
+        )
+
+    def optimize(self) -> None:
+        """Fold new rows into the indexes and compact small fragments."""
+        with self._lock:
+            for name in ("chunks", "documents"):
+                table = self._table(name)
+                if table is not None:
+                    table.optimize()
+
+    def repair(self) -> int:
+        """Remove chunk rows whose document version never landed; returns how many."""
+        chunks, docs = self._table("chunks"), self._table("documents")
+        if chunks is None:
+            return 0
+        known = {r["version_id"] for r in self._select(docs, "TRUE", ["version_id"])} if docs is not None else set()
+        written = {r["doc_version_id"] for r in self._select(chunks, "TRUE", ["doc_version_id"])}
+        orphans = written - known
+        if orphans:
+            chunks.delete(sql_in("doc_version_id", orphans))
+        return len(orphans)
+
+    def clear(self, tenant: str, *, lens: str | None = None) -> int:
+        """Delete every row of ``tenant`` (only those of ``lens`` if given); returns documents removed."""
+        where = f"tenant_id = {sql_str(tenant)}" + (f" AND lens = {sql_str(lens)}" if lens is not None else "")
+        docs = self._documents()
+        removed = len({r["document_id"] for r in self._select(docs, where, ["document_id"])})
+        with self._lock:
+            docs.delete(where)
+            chunks = self._table("chunks")
+            if chunks is not None:
+                chunks.delete(where)
+        return removed
+
+    def drop_chunks(self) -> None:
+        """Remove the chunks table (reindex rebuilds it from the documents table)."""
+        with self._lock:
+            if self._table("chunks") is not None:
+                self._db.drop_table("chunks")
+            self._tables.pop("chunks", None)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def documents(self, tenant: str, *, lenses: Iterable[str] | None = None, as_of: datetime | None = None,
+                  with_text: bool = False) -> list[dict[str, Any]]:
+        columns = None if with_text else _DOC_COLUMNS
+        rows = self._select(self._documents(), scope(tenant, lenses=lenses, as_of=as_of), columns)
+        return sorted(rows, key=lambda r: (r["lens"], r["source_path"]))
+
+    def document(self, tenant: str, document_id: str, *, as_of: datetime | None = None,
+                 with_text: bool = True) -> dict[str, Any] | None:
+        where = scope(tenant, as_of=as_of, extra=[f"document_id = {sql_str(document_id)}"])
+        rows = self._select(self._documents(), where, None if with_text else _DOC_COLUMNS)
+        return max(rows, key=lambda r: r["version_sequence"]) if rows else None
+
+    def documents_any(self) -> bool:
+        """Whether any tenant has a document row at all."""
+        table = self._table("documents")
+        return table is not None and table.count_rows() > 0
+
+    def all_document_versions(self) -> list[dict[str, Any]]:
+        """Every document row of every tenant, with text (for ``reindex``)."""
+        return self._select(self._table("documents"), "TRUE")
+
+    def history(self, tenant: str, document_id: str) -> list[dict[str, Any]]:
+        where = f"tenant_id = {sql_str(tenant)} AND document_id = {sql_str(document_id)}"
+        return sorted(self._select(self._documents(), where, _DOC_COLUMNS), key=lambda r: r["version_sequence"])
+
+    def chunks(self, tenant: str, *, document_ids: Iterable[str] | None = None, chunk_ids: Iterable[str] | None = None,
+               lenses: Iterable[str] | None = None, as_of: datetime | None = None, with_vectors: bool = False,
+               columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        extra = []
+        if document_ids is not None:
+            extra.append(sql_in("document_id", document_ids))
+        if chunk_ids is not None:
+            extra.append(sql_in("chunk_id", chunk_ids))
+        cols = list(columns) if columns is not None else None
+        if cols is None:
+            cols = None if with_vectors else [f for f in chunk_schema(1).names if f != "vector"]
+        return self._select(self._table("chunks"), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
+
+    def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
+                      as_of: datetime | None = None, with_vectors: bool = False) -> list[dict[str, Any]]:
+        table = self._table("chunks")
+        if table is None:
+            return []
+        columns = RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_distance"]
+        query = (
+            table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            .distance_type("cosine")
+            .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
+            .select(columns)
+        )
+        rows = self._rows(query, k)
+        for row in rows:
+            row["_score"] = 1.0 - float(row.pop("_distance"))
+        return rows
+
+    def text_search(self, tenant: str, text: str, k: int, *, lenses: Iterable[str] | None = None,
+                    as_of: datetime | None = None, with_vectors: bool = False) -> list[dict[str, Any]]:
+        table = self._table("chunks")
+        if table is None or not text.strip():
+            return []
+        from lancedb.query import MatchQuery
+
+        columns = RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_score"]
+        query = (
+            table.search(MatchQuery(text, self.fts_column), query_type="fts")
+            .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
+            .select(columns)
+        )
+        return self._rows(query, k)
+
+    def stats(self, tenant: str) -> dict[str, Any]:
+        docs = self.documents(tenant)
+        chunk_rows = self.chunks(tenant, columns=["lens", "token_count"])
+        by_lens: dict[str, dict[str, int]] = {}
+        for d in docs:
+            by_lens.setdefault(d["lens"], {"documents": 0, "chunks": 0, "tokens": 0})["documents"] += 1
+        for c in chunk_rows:
+            entry = by_lens.setdefault(c["lens"], {"documents": 0, "chunks": 0, "tokens": 0})
+            entry["chunks"] += 1
+            entry["tokens"] += int(c["token_count"] or 0)
+        versions = self._table("chunks").count_rows() if self._table("chunks") is not None else 0
+        return {
+            "documents": len(docs),
+            "chunks": len(chunk_rows),
+            "tokens": sum(e["tokens"] for e in by_lens.values()),
+            "chunk_versions_stored": versions,
+            "lenses": by_lens,
+        }
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
