@@ -1,0 +1,60 @@
+"""Shared fixtures: real text from ../shared/data, sample materials, engines on temporary workspaces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from ragloom.config import Settings
+from ragloom.embed import HashingEmbedder
+from ragloom.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+MATERIALS = ROOT / "examples" / "materials"
+SHARED = Path(os.environ.get("RAGLOOM_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def shared_data() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"the shared test data is not at {SHARED}; set RAGLOOM_SHARED_DATA")
+    return SHARED
+
+
+def real_texts() -> list[tuple[str, str]]:
+    """(name, text) of real documents written by others, plus the sample materials."""
+    data = shared_data()
+    texts = [(p.name, p.read_text(encoding="utf-8")) for p in sorted((data / "chunking-eval" / "corpora").glob("*.md"))]
+    docs = json.loads((data / "contextual" / "codebase_chunks.json").read_text(encoding="utf-8"))
+    texts += [(d["doc_id"], d["content"]) for d in docs[:25]]
+    texts += [(p.name, p.read_text(encoding="utf-8")) for p in sorted(MATERIALS.rglob("*.md"))]
+    return texts
+
+
+@pytest.fixture(scope="session")
+def real_corpus() -> list[tuple[str, str]]:
+    return real_texts()
+
+
+def fast_settings(**overrides: object) -> Settings:
+    """Settings for tests: the hashing embedder, no embedding cache."""
+    base = {"embedding.model": "hashing", "embedding.cache": False}
+    base.update(overrides)
+    return Settings.load(environ={}, overrides=base)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Engine:
+    return Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+
+
+@pytest.fixture(scope="session")
+def materials() -> Path:
+    return MATERIALS

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragloom.cli import app
+
+runner = CliRunner()
+FAST = {"RAGLOOM_EMBEDDING__MODEL": "hashing", "RAGLOOM_EMBEDDING__CACHE": "false"}
+
+
+def run(*args: str, ws: Path):
+    return runner.invoke(app, [*args, "--workspace", str(ws)], env=FAST)
+
+
+def test_ingest_query_stats_clear(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    result = run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)
+    assert result.exit_code == 0, result.output
+    assert "3 files: 3 added" in result.output
+    result = run("query", "event bus idempotency", "-k", "2", "--json", ws=ws)
+    data = json.loads(result.stdout)
+    assert data["mode"] == "hybrid" and len(data["results"]) == 2
+    first = data["results"][0]
+    assert {"score", "source_path", "lens", "section_path", "start", "end", "text"} <= first.keys()
+    result = run("query", "event bus", "--lens", "nope", ws=ws)
+    assert "no results" in result.stdout
+    result = run("stats", "--json", ws=ws)
+    assert json.loads(result.stdout)["documents"] == 3
+    result = run("clear", "--lens", "engineering", "--yes", ws=ws)
+    assert "removed 3 documents" in result.stdout
+
+
+def test_ingest_exit_status_is_1_when_a_file_fails(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ok.md").write_text("# Fine\ntext", encoding="utf-8")
+    (folder / "bad.pdf").write_bytes(b"not a pdf")
+    result = run("ingest", str(folder), "--lens", "x", ws=tmp_path / "ws")
+    assert result.exit_code == 1
+    assert "bad.pdf" in result.output and "1 failed" in result.output
+
+
+def test_chunk_jsonl_needs_no_store(tmp_path: Path, materials: Path) -> None:
+    doc = materials / "team-structured" / "roadmap-2025.md"
+    result = run("chunk", str(doc), "--strategy", "boundary", "--jsonl", ws=tmp_path / "never")
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    assert lines and {"start_char", "end_char", "text", "contextualized_text", "token_count", "section_path"} <= lines[0].keys()
+    assert all(line["contextualized_text"].endswith(line["text"]) for line in lines)
+    assert not (tmp_path / "never").exists()
+
+
+def test_errors_are_one_line_with_exit_2(tmp_path: Path, materials: Path) -> None:
+    result = run("chunk", str(materials / "engineering" / "tech-debt-register.md"), "--strategy", "magic", ws=tmp_path)
+    assert result.exit_code == 2 and "unknown chunking strategy 'magic'" in result.output
+    result = run("ingest", str(materials), "--lens", "bad lens", ws=tmp_path)
+    assert result.exit_code == 2 and "not a valid name" in result.output
+
+
+def test_history_and_reindex(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "a.md"
+    doc.write_text("# A\nfirst.", encoding="utf-8")
+    run("ingest", str(folder), "--lens", "x", ws=ws)
+    doc.write_text("# A\nsecond.", encoding="utf-8")
+    run("ingest", str(folder), "--lens", "x", ws=ws)
+    result = run("history", str(doc), ws=ws)
+    assert result.exit_code == 0 and "create" in result.stdout and "update" in result.stdout
+    result = run("reindex", ws=ws)
+    assert result.exit_code == 0 and "reindexed 1 documents" in result.stdout
+
+
+def test_demo_runs_on_the_bundled_materials(tmp_path: Path) -> None:
+    result = run("demo", ws=tmp_path / "ws")
+    assert result.exit_code == 0, result.output
+    assert "your-voice" in result.stdout and "QuickBooks" in result.stdout
+
+
+@pytest.mark.slow
+def test_demo_with_the_real_model(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["demo", "--workspace", str(tmp_path / "ws")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("examples/materials") >= 9  # three answers with sources for three questions

@@ -1,0 +1,242 @@
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ragloom.embed import HashingEmbedder
+from ragloom.engine import Engine
+from ragloom.errors import EmbeddingError, UnknownNameError, WorkspaceMismatchWarning
+
+from .conftest import fast_settings
+
+
+def copy_materials(materials: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "materials"
+    shutil.copytree(materials, target)
+    return target
+
+
+def ingest_all(engine: Engine, folder: Path) -> None:
+    for lens_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        report = engine.ingest(lens_dir, lens=lens_dir.name)
+        assert report.ok, report.failed
+
+
+def test_ingest_then_query_finds_the_expected_section(engine: Engine, materials: Path) -> None:
+    ingest_all(engine, materials)
+    stats = engine.stats()
+    assert stats["documents"] == 15 and set(stats["lenses"]) == {p.name for p in materials.iterdir() if p.is_dir()}
+    result = engine.query("engineers headcount offer acceptance rate", k=3, mode="bm25")
+    top = result[0]
+    assert top.source_path.endswith("capacity-plan-2025.pdf") and top.section_path[-1] == "Headcount"
+    document = engine.store.document("default", top.document_id)
+    assert document["text"][top.start : top.end] == top.text  # offsets exact in the stored document
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid"])
+def test_every_mode_respects_lens_filter(engine: Engine, materials: Path, mode: str) -> None:
+    ingest_all(engine, materials)
+    result = engine.query("catalog integration QuickBooks", k=10, mode=mode, lenses=["engineering"])
+    assert result.results and {r.lens for r in result} == {"engineering"}
+    assert all(r.retriever == mode for r in result)
+    nothing = engine.query("catalog", mode=mode, lenses=["it's' OR lens != '"])
+    assert len(nothing) == 0
+
+
+def test_hybrid_fuses_both_rankings(engine: Engine, materials: Path) -> None:
+    ingest_all(engine, materials)
+    hybrid = engine.query("QuickBooks rate limits per minute", k=5, mode="hybrid")
+    assert hybrid[0].scores.keys() >= {"rrf"}
+    assert "rate limits" in hybrid[0].text.lower()
+    scores = [r.score for r in hybrid]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_unknown_mode_lists_the_valid_ones(engine: Engine) -> None:
+    with pytest.raises(UnknownNameError, match="bm25.*hybrid.*vector"):
+        engine.query("x", mode="telepathy")
+
+
+def test_bad_files_are_reported_and_the_rest_lands(engine: Engine, materials: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    shutil.copy(materials / "engineering" / "tech-debt-register.md", folder)
+    (folder / "empty.md").write_bytes(b"")
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7\n%%EOF garbage")
+    (folder / "binary.txt").write_bytes(b"\x00\x01\x02" * 100)
+    report = engine.ingest(folder, lens="engineering")
+    assert report.added == 1 and len(report.failed) == 3
+    assert all(Path(path).name in message for path, message in report.failed)
+    assert engine.stats()["documents"] == 1
+
+
+class ExplodingEmbedder(HashingEmbedder):
+    """Fails when it meets a text containing a marker, as a crash mid-ingest would."""
+
+    def embed(self, texts, *, progress=None):
+        if any("EXPLODE" in t for t in texts):
+            raise EmbeddingError("the model crashed")
+        return super().embed(texts, progress=progress)
+
+
+def test_a_document_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=ExplodingEmbedder())
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    good.mkdir(), bad.mkdir()
+    (good / "a.md").write_text("# A\nalpha text here.", encoding="utf-8")
+    assert engine.ingest(good, lens="x").ok
+    before = engine.stats()
+    (bad / "b.md").write_text("# B\n" + "EXPLODE in the middle. " * 5, encoding="utf-8")
+    report = engine.ingest(bad, lens="x")
+    assert not report.ok and "the model crashed" in report.failed[0][1]
+    after = engine.stats()
+    assert (after["documents"], after["chunks"]) == (before["documents"], before["chunks"])
+    assert after["chunk_versions_stored"] == before["chunk_versions_stored"]
+
+
+def test_orphan_rows_from_a_crash_are_repaired(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\nalpha.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    # Simulate a crash between the chunk write and the document write.
+    row = engine.store.chunks("default", with_vectors=True)[0]
+    engine.store.write(documents=[], chunks=[{**row, "version_id": "orphan", "doc_version_id": "never-landed"}],
+                       at=datetime.now(UTC), dim=engine.embedder.dim)
+    assert engine.store.repair() == 1
+    assert [r["version_id"] for r in engine.store.chunks("default")] == [row["version_id"]]
+
+
+def test_reingest_of_unchanged_files_embeds_nothing(tmp_path: Path, materials: Path) -> None:
+    embedder = HashingEmbedder()
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=embedder)
+    ingest_all(engine, materials)
+    calls = embedder.calls
+    ingest_all(engine, materials)
+    assert embedder.calls == calls
+
+
+def test_changed_file_keeps_old_version_queryable(tmp_path: Path) -> None:
+    embedder = HashingEmbedder()
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=embedder)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "plan.md"
+    doc.write_text("# Plan\nWe ship the catalog in Q2.\n\n# Team\nEighteen engineers.", encoding="utf-8")
+    engine.ingest(folder, lens="team-structured")
+    moment = datetime.now(UTC)
+    time.sleep(0.01)
+    doc.write_text("# Plan\nWe ship the catalog in Q3.\n\n# Team\nEighteen engineers.", encoding="utf-8")
+    calls = embedder.calls
+    report = engine.ingest(folder, lens="team-structured")
+    assert report.updated == 1 and embedder.calls - calls == 1  # only the edited chunk
+    now = engine.query("when do we ship the catalog", mode="bm25", k=5)
+    then = engine.query("when do we ship the catalog", mode="bm25", k=5, as_of=moment)
+    assert "Q3" in now[0].text and "Q2" in then[0].text
+    history = engine.history(doc)
+    assert [h["change_type"] for h in history] == ["create", "update"]
+    assert "1 chunks edited" in history[1]["change_summary"]
+
+
+def test_sync_tombstones_removed_files(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\nalpha.", encoding="utf-8")
+    (folder / "b.md").write_text("# B\nbravo.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    before = datetime.now(UTC)
+    (folder / "b.md").unlink()
+    report = engine.ingest(folder, lens="x", sync=True)
+    assert report.deleted == 1
+    assert engine.stats()["documents"] == 1
+    assert len(engine.query("bravo", mode="bm25")) == 0
+    assert len(engine.query("bravo", mode="bm25", as_of=before)) == 1
+    assert [h["change_type"] for h in engine.history(folder / "b.md")] == ["create", "delete"]
+
+
+def test_settings_change_warns_and_reindex_rebuilds(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    engine = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(materials / "engineering", lens="engineering")
+    before = engine.stats()["chunks"]
+    changed = Engine(ws, settings=fast_settings(**{"chunking.chunk_size": 64, "chunking.chunk_overlap": 8}),
+                     embedder=HashingEmbedder())
+    assert changed.warnings and "chunking.chunk_size: 1024 -> 64" in changed.warnings[0]
+    with pytest.warns(WorkspaceMismatchWarning, match="ragloom reindex"):
+        changed.query("capacity")
+    report = changed.reindex()
+    assert report.files == 3 and not changed.warnings
+    assert changed.stats()["chunks"] > before
+    assert all(c["token_count"] <= 64 for c in changed.store.chunks("default"))
+
+
+def test_reindex_keeps_history(tmp_path: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "plan.md"
+    doc.write_text("# Plan\nWe ship in Q2.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    moment = datetime.now(UTC)
+    time.sleep(0.01)
+    doc.write_text("# Plan\nWe ship in Q4.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    engine.reindex()
+    assert "Q2" in engine.query("ship", mode="bm25", as_of=moment)[0].text
+    assert "Q4" in engine.query("ship", mode="bm25")[0].text
+
+
+def test_tenants_do_not_see_each_other(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Secret\nacme merger plans.", encoding="utf-8")
+    engine.ingest(folder, lens="x", tenant="acme")
+    assert len(engine.query("merger", mode="bm25", tenant="acme")) == 1
+    for mode in ("bm25", "vector", "hybrid"):
+        assert len(engine.query("merger", mode=mode, tenant="globex")) == 0
+    assert engine.stats(tenant="globex")["documents"] == 0
+
+
+def test_clear_one_lens_then_everything(engine: Engine, materials: Path) -> None:
+    ingest_all(engine, materials)
+    assert engine.clear(lens="engineering") == 3
+    assert "engineering" not in engine.stats()["lenses"]
+    engine.clear()
+    assert engine.stats()["documents"] == 0 and engine.workspace.manifest() is None
+
+
+def test_naked_embedding_rollback_is_recorded(tmp_path: Path, materials: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(**{"embedding.embed_text": "naked"}),
+                    embedder=HashingEmbedder())
+    engine.ingest(materials / "engineering", lens="engineering")
+    rows = engine.store.chunks("default", with_vectors=True)
+    assert {r["embedded_text"] for r in rows} == {"naked"}
+    row = rows[0]
+    assert np.allclose(row["vector"], HashingEmbedder().embed([row["text"]])[0])
+    assert engine.stats()["embedded_text"] == "naked"
+
+
+def test_contextual_embedding_uses_the_prefix(engine: Engine, materials: Path) -> None:
+    engine.ingest(materials / "engineering", lens="engineering")
+    row = engine.store.chunks("default", with_vectors=True)[0]
+    assert row["prefix"].startswith("[Document: ")
+    assert np.allclose(row["vector"], HashingEmbedder().embed([row["prefix"] + row["text"]])[0])
+
+
+@pytest.mark.slow
+def test_real_model_finds_the_expected_sections(tmp_path: Path, materials: Path) -> None:
+    engine = Engine(tmp_path / "ws")  # the default: local all-MiniLM-L6-v2, contextual embeddings
+    ingest_all(engine, materials)
+    expectations = {
+        "How many engineers do we have today?": "Headcount",
+        "What happens to QuickBooks rate limits during large syncs?": "Risks",
+        "What is the Pro plan price per technician?": "Pro",
+    }
+    for question, section in expectations.items():
+        result = engine.query(question, k=5, mode="hybrid")
+        assert any(r.section_path and r.section_path[-1] == section for r in result), (question, [r.section_path for r in result])
