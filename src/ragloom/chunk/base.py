@@ -106,21 +106,9 @@ class Chunker(ABC):
         chunks: list[Chunk] = []
         for section, spans in per_section:
             for i, (start, end, tokens, issues) in enumerate(spans):
-                chunks.append(
-                    Chunk(
-                        text=text[start:end],
-                        start=start,
-                        end=end,
-                        token_count=tokens,
-                        chunk_index=len(chunks),
-                        total_chunks=total,
-                        section_path=section.path,
-                        section_index=section.index,
-                        chunk_index_in_section=i,
-                        strategy=self.name,
-                        issues=issues,
-                    )
-                )
+                # Positional: noticeably cheaper than keywords for a frozen dataclass on this hot path.
+                chunks.append(Chunk(text[start:end], start, end, tokens, len(chunks), total, section.path,
+                                    section.index, i, self.name, issues=issues))
         return chunks
 
     @abstractmethod

@@ -15,6 +15,18 @@ _LINE_END = re.compile(r"[^\s](?=[ \t]*\n)")
 _WORD_END = re.compile(r"[^\s](?=\s)")
 
 
+def _sentence_cuts(text: str, lo: int, hi: int) -> list[int]:
+    return sentence_ends(text, lo, min(hi + 2, len(text)))
+
+
+def _line_cuts(text: str, lo: int, hi: int) -> list[int]:
+    return [m.end() for m in _LINE_END.finditer(text, lo - 1, hi)]
+
+
+def _word_cuts(text: str, lo: int, hi: int) -> list[int]:
+    return [m.end() for m in _WORD_END.finditer(text, lo - 1, hi)]
+
+
 @register
 class BoundaryChunker(Chunker):
     """Chunks of ``min_size`` to ``max_size`` characters, as close to ``target_size`` as the
@@ -65,13 +77,12 @@ class BoundaryChunker(Chunker):
     def _cut(self, text: str, lo: int, hi: int, target: int, protected: Protected, paragraphs: list[int]) -> int:
         """The best cut in ``[lo, hi]``: nearest ``target`` among the best kind of boundary."""
         allowed = protected.allows if protected else None
-        for finder in (
-            lambda: paragraphs[bisect.bisect_left(paragraphs, lo) : bisect.bisect_right(paragraphs, hi)],
-            lambda: sentence_ends(text, lo, min(hi + 2, len(text))),
-            lambda: [m.end() for m in _LINE_END.finditer(text, lo - 1, hi)],
-            lambda: [m.end() for m in _WORD_END.finditer(text, lo - 1, hi)],
-        ):
-            best = closest([c for c in finder() if lo <= c <= hi], target, allowed)
+        best = closest(paragraphs[bisect.bisect_left(paragraphs, lo) : bisect.bisect_right(paragraphs, hi)],
+                       target, allowed)
+        if best is not None:
+            return best
+        for finder in (_sentence_cuts, _line_cuts, _word_cuts):
+            best = closest([c for c in finder(text, lo, hi) if lo <= c <= hi], target, allowed)
             if best is not None:
                 return best
         span = protected.containing(hi)

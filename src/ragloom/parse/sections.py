@@ -89,18 +89,16 @@ def parse_sections(text: str) -> list[Section]:
     """
     headings = _headings(text)
     sections: list[Section] = []
-    stack: list[tuple[int, str]] = []  # (level, title) of the open ancestors
-
-    def add(level: int, title: str, path: tuple[str, ...], start: int, body: int, end: int) -> None:
-        if _NON_SPACE.search(text, body, end):
-            sections.append(Section(len(sections), level, title, path, start, end, body))
-
     first = headings[0][0] if headings else len(text)
-    add(0, "", (), 0, 0, first)
-    for i, (start, body, level, title) in enumerate(headings):
-        end = headings[i + 1][0] if i + 1 < len(headings) else len(text)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        add(level, title, tuple(t for _, t in stack if t), start, min(body, end), end)
+    if _NON_SPACE.search(text, 0, first):
+        sections.append(Section(0, 0, "", (), 0, first, 0))
+    path: tuple[str, ...] = ()  # titles of the open headings
+    levels: tuple[int, ...] = ()
+    bounds = [h[0] for h in headings[1:]] + [len(text)] if headings else []
+    for (start, body, level, title), end in zip(headings, bounds, strict=True):
+        keep = sum(1 for lv in levels if lv < level)  # ancestors: headings of a higher level
+        path, levels = path[:keep] + (title,), levels[:keep] + (level,)
+        body = min(body, end)
+        if _NON_SPACE.search(text, body, end):
+            sections.append(Section(len(sections), level, title, tuple(t for t in path if t), start, end, body))
     return sections
