@@ -525,7 +525,7 @@ class Engine:
             self._flush(batch, report, progress)
         report.added, report.updated = len(chains), 0
         if store.has_chunks():
-            store.optimize()
+            store.optimize(force=True)
             self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
         report.seconds = time.perf_counter() - started
         return report

@@ -32,6 +32,9 @@ from ragloom.errors import MissingExtraError, StoreError
 from ragloom.store.filters import scope, sql_in, sql_str, sql_time
 
 TS = pa.timestamp("us", tz="UTC")
+#: Each write adds a fragment; compacting them costs more than it saves until there are this many.
+SMALL_FRAGMENTS_BEFORE_COMPACTION = 16
+UNINDEXED_ROWS_BEFORE_INDEXING = 5000
 
 _VERSION_FIELDS = [
     pa.field("tenant_id", pa.string(), nullable=False),
@@ -222,13 +225,21 @@ class LanceStore:
             replace=True,
         )
 
-    def optimize(self) -> None:
-        """Fold new rows into the indexes and compact small fragments."""
+    def optimize(self, *, force: bool = False) -> bool:
+        """Fold new rows into the indexes and compact small fragments, when there are enough of
+        them to matter (searches cover unindexed rows anyway); returns whether it ran."""
+        ran = False
         with self._lock:
             for name in ("chunks", "documents"):
                 table = self._table(name)
-                if table is not None:
+                if table is None:
+                    continue
+                small = table.stats()["fragment_stats"]["num_small_fragments"]
+                unindexed = sum(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
+                if force or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
                     table.optimize()
+                    ran = True
+        return ran
 
     def repair(self) -> int:
         """Remove chunk rows whose document version never landed; returns how many."""
