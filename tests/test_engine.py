@@ -99,17 +99,60 @@ def test_a_document_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) ->
     assert after["chunk_versions_stored"] == before["chunk_versions_stored"]
 
 
-def test_orphan_rows_from_a_crash_are_repaired(engine: Engine, tmp_path: Path) -> None:
+class CrashingDocuments:
+    """The documents table, except that adding rows dies like a killed process would."""
+
+    def __init__(self, table) -> None:
+        self.table = table
+
+    def add(self, *args, **kwargs):
+        raise SystemExit("killed before the document rows landed")
+
+    def __getattr__(self, name):
+        return getattr(self.table, name)
+
+
+def snapshot(engine: Engine) -> tuple:
+    store = engine.store
+    return (
+        sorted((r["document_id"], r["version_id"]) for r in store.documents("default")),
+        sorted(r["version_id"] for r in store.chunks("default")),
+        sorted(r["version_id"] for r in store.chunks("default", table="sentences")),
+        sorted(r["version_id"] for r in store.mentions("default")),
+    )
+
+
+def test_a_crash_mid_write_leaves_the_store_as_it_was(tmp_path: Path) -> None:
+    ws, folder = tmp_path / "ws", tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "plan.md"
+    doc.write_text("# Plan\nApex HVAC wants offline mode in Q3 2025.\n\n# Team\nEighteen engineers.", encoding="utf-8")
+    engine = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(folder, lens="x")
+    before = snapshot(engine)
+    doc.write_text("# Plan\nApex HVAC wants offline mode in Q4 2025.\n\n# Team\nTwenty engineers.", encoding="utf-8")
+    engine.store._tables["documents"] = CrashingDocuments(engine.store._documents())
+    with pytest.raises(SystemExit):
+        engine.ingest(folder, lens="x")
+    reopened = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())  # opening repairs
+    assert snapshot(reopened) == before
+    assert "Q3 2025" in reopened.query("offline mode", mode="bm25")[0].text
+    assert reopened.ingest(folder, lens="x").updated == 1  # and the edit can land afterwards
+    assert "Q4 2025" in reopened.query("offline mode", mode="bm25")[0].text
+
+
+def test_a_document_with_two_current_versions_keeps_the_newer(engine: Engine, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     folder.mkdir()
     (folder / "a.md").write_text("# A\nalpha.", encoding="utf-8")
     engine.ingest(folder, lens="x")
-    # Simulate a crash between the chunk write and the document write.
-    row = engine.store.chunks("default", with_vectors=True)[0]
-    engine.store.write(documents=[], chunks=[{**row, "version_id": "orphan", "doc_version_id": "never-landed"}],
-                       at=datetime.now(UTC), dim=engine.embedder.dim)
+    (folder / "a.md").write_text("# A\nalpha beta.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    old, new = engine.history(folder / "a.md")
+    engine.store._tables["documents"].update(where=f"version_id = '{old['version_id']}'",
+                                             values_sql={"superseded_at": "NULL"})
     assert engine.store.repair() == 1
-    assert [r["version_id"] for r in engine.store.chunks("default")] == [row["version_id"]]
+    assert [d["version_id"] for d in engine.store.documents("default")] == [new["version_id"]]
 
 
 def test_reingest_of_unchanged_files_embeds_nothing(tmp_path: Path, materials: Path) -> None:
@@ -134,7 +177,8 @@ def test_changed_file_keeps_old_version_queryable(tmp_path: Path) -> None:
     doc.write_text("# Plan\nWe ship the catalog in Q3.\n\n# Team\nEighteen engineers.", encoding="utf-8")
     calls = embedder.calls
     report = engine.ingest(folder, lens="team-structured")
-    assert report.updated == 1 and embedder.calls - calls == 1  # only the edited chunk
+    # Only the edited chunk and the edited sentence are embedded again.
+    assert report.updated == 1 and report.chunks_embedded == 1 and embedder.calls - calls == 2
     now = engine.query("when do we ship the catalog", mode="bm25", k=5)
     then = engine.query("when do we ship the catalog", mode="bm25", k=5, as_of=moment)
     assert "Q3" in now[0].text and "Q2" in then[0].text

@@ -273,6 +273,90 @@ def history(path: Annotated[Path, typer.Argument(help="A document's file path.")
     console.print(table)
 
 
+@app.command()
+def quality(
+    lens: Annotated[str | None, typer.Option("--lens", "-l", help="Only this lens.")] = None,
+    worst: Annotated[int, typer.Option("--worst", help="How many of the worst chunks to list.")] = 10,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """The distribution of chunk quality scores and the worst chunks with their issues."""
+    with _errors():
+        report = _engine(workspace, config).quality(tenant=tenant, lens=lens, worst=worst)
+    if as_json:
+        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2, default=str) + "\n")
+        return
+    if not report["scored"]:
+        console.print("no scored chunks: ingest something first")
+        return
+    console.print(f"[bold]{report['scored']}[/] chunks: mean {report['mean']:.2f}, median {report['median']:.2f}, "
+                  f"10th percentile {report['p10']:.2f}")
+    peak = max(report["histogram"].values()) or 1
+    for bucket, count in report["histogram"].items():
+        console.print(f"  {bucket}  {'█' * round(30 * count / peak):<30} {count}")
+    for kind, severities in sorted(report["issues"].items()):
+        console.print(f"  [yellow]{kind}[/]: " + ", ".join(f"{n} {sev}" for sev, n in sorted(severities.items())))
+    table = Table(title=f"the {len(report['worst'])} lowest-scoring chunks")
+    for column in ("score", "lens", "where", "issues"):
+        table.add_column(column, overflow="fold")
+    for w in report["worst"]:
+        where = f"{_display_path(w['source_path'])} › {w['section_path']} [{w['start']}:{w['end']}]"
+        issues = "; ".join(f"{i['kind']} ({i['severity']}): {i['description']}" for i in w.get("issues", []))
+        table.add_row(f"{w['score']:.2f}", escape(w["lens"]), escape(where), escape(issues))
+    console.print(table)
+
+
+@app.command()
+def entities(
+    type_: Annotated[str | None, typer.Option("--type", help="Only this entity type.")] = None,
+    lens: Annotated[str | None, typer.Option("--lens", "-l")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 30,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """The entities mentioned in the workspace, most mentioned first."""
+    with _errors():
+        rows = _engine(workspace, config).entities(tenant=tenant, lens=lens, type=type_)[:limit]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        return
+    table = Table()
+    for column in ("entity", "type", "mentions", "documents", "lenses", "aliases seen"):
+        table.add_column(column, overflow="fold")
+    for e in rows:
+        table.add_row(escape(e["name"]), e["type"], str(e["mentions"]), str(e["documents"]), str(len(e["lenses"])),
+                      escape(", ".join(e["aliases"][:4])))
+    console.print(table)
+
+
+@app.command()
+def backrefs(
+    chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'ragloom query --json').")],
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Other chunks per entity.")] = None,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """For each entity a chunk mentions, the other chunks that mention it."""
+    with _errors():
+        refs = _engine(workspace, config).back_references(chunk_id, tenant=tenant, limit=limit)
+    if as_json:
+        sys.stdout.write(json.dumps([r.to_dict() for r in refs], ensure_ascii=False, indent=2) + "\n")
+        return
+    if not refs:
+        console.print("this chunk mentions no entity that another chunk mentions")
+    for r in refs:
+        console.print(f"[bold]{escape(r.entity_name)}[/] ({r.entity_type}) [green]{r.relevance_score:.2f}[/] "
+                      f"{r.relationship} in [magenta]{escape(r.lens)}[/] {escape(_display_path(r.source_path))} "
+                      f"› {escape(r.section_path)}")
+        console.print(f"   {escape(r.context_summary)}")
+
+
 DEMO_QUERIES = (
     "When will the QuickBooks catalog integration ship?",
     "How many engineers does the team have, and how much capacity is planned per quarter?",
@@ -288,11 +372,12 @@ def demo(
     config: ConfigOpt = None,
 ) -> None:
     """Ingest the bundled sample materials under their lenses and answer three questions."""
-    from ragloom.demo import find_materials
+    from ragloom.demo import find_materials, install_gazetteer
 
     with _errors():
         folder = find_materials(materials)
         engine = _engine(workspace, config)
+        install_gazetteer(folder, engine.workspace.path)
         _print_warnings(engine.warnings)
         lenses = sorted(p for p in folder.iterdir() if p.is_dir())
         console.print(f"[bold]ragloom demo[/]: {len(lenses)} lenses from {escape(_display_path(str(folder)))} "

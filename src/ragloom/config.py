@@ -85,6 +85,23 @@ class RetrievalSettings(_Section):
     rrf_k: int = Field(60, ge=1)
     candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
     lenses: tuple[str, ...] = DEFAULT_LENSES
+    age_decay: bool = False
+    age_decay_per_year: float = Field(0.1, ge=0, le=1)
+    age_decay_floor: float = Field(0.7, ge=0, le=1)
+
+
+class SentenceSettings(_Section):
+    enabled: bool = True
+
+
+class EntitySettings(_Section):
+    enabled: bool = True
+    gazetteer: str | None = Field(None, description="path (relative to the workspace); default entities.toml or .yaml")
+    types: tuple[str, ...] = ("customer", "service", "product", "location", "technician", "procedure", "person",
+                              "organisation", "date")
+    candidates: bool = True
+    protect_mentions: bool = True
+    back_references: int = Field(3, ge=0, description="other chunks listed per entity")
 
 
 class IngestSettings(_Section):
@@ -102,6 +119,8 @@ class Settings(_Section):
     embedding: EmbeddingSettings = EmbeddingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     ingest: IngestSettings = IngestSettings()
+    sentences: SentenceSettings = SentenceSettings()
+    entities: EntitySettings = EntitySettings()
 
     @model_validator(mode="after")
     def _check_chunking(self) -> Settings:
@@ -202,6 +221,8 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "prefix": settings.prefix.model_dump(),
         "doc_types": settings.doc_types.model_dump(),
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
+        "sentences": settings.sentences.model_dump(),
+        "entities": settings.entities.model_dump(exclude={"back_references"}),
     }
     return json.loads(json.dumps(signature))  # the form it has once written to the workspace
 

@@ -23,3 +23,14 @@ def find_materials(explicit: Path | None = None) -> Path:
         + ", ".join(str(c) for c in candidates if c is not None)
         + "); run the demo from the ragloom checkout or pass --materials FOLDER"
     )
+
+
+def install_gazetteer(materials: Path, workspace: Path) -> Path | None:
+    """Copy the sample gazetteer (``examples/entities.toml``) into a workspace that has none."""
+    source = materials.parent / "entities.toml"
+    if not source.is_file() or any((workspace / n).exists() for n in ("entities.toml", "entities.yaml", "entities.yml")):
+        return None
+    workspace.mkdir(parents=True, exist_ok=True)
+    target = workspace / "entities.toml"
+    target.write_bytes(source.read_bytes())
+    return target

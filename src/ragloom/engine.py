@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-import uuid
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,18 +18,23 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.chunk import chunker_from_settings
+from ragloom import ingest as plan
+from ragloom.chunk import SentenceChunker, chunker_from_settings
 from ragloom.config import Settings
-from ragloom.embed import Embedder, embedder_from_settings
+from ragloom.embed import Embedder, HashingEmbedder, embedder_from_settings
 from ragloom.enrich import PrefixBuilder, enrich_chunks
-from ragloom.errors import LoadError, RagloomError, WorkspaceMismatchWarning
+from ragloom.enrich.entities import EntityExtractor, EntityMention, load_gazetteer
+from ragloom.enrich.quality import SizeModel
+from ragloom.errors import InvalidParameterError, LoadError, RagloomError, WorkspaceMismatchWarning
 from ragloom.load import document_id, iter_files, load_document, validate_name
 from ragloom.parse.doctype import DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
+from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.retrieve import SearchRequest, get_mode
-from ragloom.store.lance import LanceStore, dumps
+from ragloom.retrieve.base import age_decay
+from ragloom.store.lance import LanceStore
 from ragloom.types import Chunk, Document, ScoredChunk
-from ragloom.versions import CREATE, DELETE, UPDATE, ChunkPlan, document_summary, plan_versions
+from ragloom.versions import DELETE
 from ragloom.workspace import Workspace
 
 
@@ -58,6 +62,8 @@ class IngestReport:
     chunks_written: int = 0
     chunks_embedded: int = 0
     chunks_reused: int = 0
+    sentences_written: int = 0
+    mentions_written: int = 0
     timings: dict[str, float] = field(default_factory=lambda: {"load": 0.0, "chunk": 0.0, "embed": 0.0, "store": 0.0})
     seconds: float = 0.0
 
@@ -102,23 +108,6 @@ class QueryResult:
         }
 
 
-@dataclass
-class _Prepared:
-    """A document read and chunked, waiting for its vectors and its write."""
-
-    document: Document
-    plans: list[ChunkPlan]
-    vanished: list[Mapping[str, Any]]
-    previous: Mapping[str, Any] | None  # the current document row, if any
-    at: datetime
-    doc_row_exists: bool = False  # reindex replays versions whose document rows already exist
-    version_id: str = ""
-
-
-def _new_id() -> str:
-    return uuid.uuid4().hex[:20]
-
-
 def _file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -136,8 +125,11 @@ class Engine:
         self.settings = settings or Settings.load(self.workspace.path, config_file=config_file)
         self._embedder = embedder
         self._store: LanceStore | None = None
+        self._extractor: EntityExtractor | None = None
         self._prefix = PrefixBuilder(self.settings.prefix)
         self._chunker = chunker_from_settings(self.settings.chunking)
+        self._sentencer = SentenceChunker(self.settings.chunking.max_sentence_chars,
+                                          tokenizer=self.settings.chunking.tokenizer)
         rules = self.settings.doc_types.rules
         self._doc_rules = tuple(DocTypeRule(r.type, r.filename, r.content, r.lens) for r in rules)
 
@@ -156,6 +148,15 @@ class Engine:
             self._store = LanceStore(self.workspace.store_path, fts_column=fts)
             self._store.repair()
         return self._store
+
+    @property
+    def extractor(self) -> EntityExtractor:
+        """Entity extraction with the workspace's gazetteer (``entities.toml`` or ``.yaml``)."""
+        if self._extractor is None:
+            s = self.settings.entities
+            self._extractor = EntityExtractor(load_gazetteer(self.workspace.path, s.gazetteer),
+                                              types=s.types, candidates=s.candidates)
+        return self._extractor
 
     def _embedder_name(self) -> str:
         return self._embedder.name if self._embedder is not None else embedder_from_settings(
@@ -188,11 +189,28 @@ class Engine:
             doc_type_rules=self._doc_rules, default_doc_type=self.settings.doc_types.default,
         )
 
-    def chunk_document(self, document: Document, *, strategy: str | None = None) -> list[Chunk]:
-        """Sections, chunks and enrichment (prefix, hash, ids) for one document."""
+    def mentions(self, document: Document) -> list[EntityMention]:
+        """The entity mentions of a document (none when entity extraction is off)."""
+        return self.extractor(document.text) if self.settings.entities.enabled else []
+
+    def chunk_document(self, document: Document, *, strategy: str | None = None,
+                       mentions: Sequence[EntityMention] | None = None) -> list[Chunk]:
+        """Sections, chunks and enrichment (prefix, hash, ids) for one document.
+
+        Entity mentions are protected spans: the ``boundary`` strategy never cuts through one.
+        """
         chunker = self._chunker if strategy is None else chunker_from_settings(self.settings.chunking, strategy)
-        chunks = chunker.chunk(document.text, parse_sections(document.text))
+        if mentions is None:
+            mentions = self.mentions(document)
+        protected = [(m.start, m.end) for m in mentions] if self.settings.entities.protect_mentions else []
+        chunks = chunker.chunk(document.text, parse_sections(document.text), protected=protected)
         return enrich_chunks(document, chunks, self._prefix)
+
+    def sentences(self, document: Document, mentions: Sequence[EntityMention] = ()) -> list[Chunk]:
+        """The sentence nodes of a document (no prefix: a sentence is embedded as it stands)."""
+        protected = [(m.start, m.end) for m in mentions]
+        nodes = self._sentencer.chunk(document.text, parse_sections(document.text), protected=protected)
+        return enrich_chunks(document, nodes, None)
 
     def chunk_file(self, path: str | Path, *, strategy: str | None = None, lens: str = "default") -> tuple[Document, list[Chunk]]:
         """Load and chunk one file without touching the store."""
@@ -201,6 +219,18 @@ class Engine:
 
     def embedded_text(self, chunk: Chunk) -> str:
         return chunk.contextualized_text if self.settings.embedding.embed_text == "contextual" else chunk.text
+
+    def _size_model(self) -> SizeModel:
+        c = self.settings.chunking
+        if self._chunker.name == "token":
+            return SizeModel("tokens", c.chunk_size, max(1, c.chunk_size // 4), c.chunk_size)
+        if self._chunker.name == "boundary":
+            return SizeModel("chars", c.target_size, c.min_size, c.max_size)
+        return SizeModel("chars", 120, 20, c.max_sentence_chars)
+
+    def _overlap(self) -> int:
+        c = self.settings.chunking
+        return {"token": c.chunk_overlap, "boundary": c.overlap_chars}.get(self._chunker.name, 0)
 
     # -- ingest --------------------------------------------------------------------------------
 
@@ -227,7 +257,7 @@ class Engine:
         report.files = len(files)
         at = datetime.now(UTC)  # one moment for the whole run: its versions appear together
         progress.stage("Reading", len(files))
-        pending: list[_Prepared] = []
+        pending: list[plan.Prepared] = []
         for path in files:
             t0 = time.perf_counter()
             try:
@@ -252,7 +282,7 @@ class Engine:
                 progress.message(f"{path}: {exc}")
             finally:
                 progress.advance("Reading")
-            if sum(len(p.plans) for p in pending) >= self.settings.ingest.batch_chunks:
+            if sum(p.size() for p in pending) >= self.settings.ingest.batch_chunks:
                 self._flush(pending, report, progress)
                 pending = []
         self._flush(pending, report, progress)
@@ -267,141 +297,95 @@ class Engine:
         report.seconds = time.perf_counter() - started
         return report
 
-    def _prepare(self, document: Document, previous: Mapping[str, Any] | None, at: datetime) -> _Prepared:
-        chunks = self.chunk_document(document)
-        old = self.store.chunks(document.tenant, document_ids=[document.document_id], with_vectors=True) \
-            if previous is not None else []
-        plans, vanished = plan_versions(chunks, old)
-        return _Prepared(document, plans, vanished, previous, at)
+    def _prepare(self, document: Document, previous: Mapping[str, Any] | None, at: datetime,
+                 version: str | None = None) -> plan.Prepared:
+        """Chunk, sentence-split and find the entities of a document, then plan its rows."""
+        version = version or plan.new_id()
+        mentions = self.mentions(document)
+        tracks = {plan.CHUNKS: self.chunk_document(document, mentions=mentions)}
+        if self.settings.sentences.enabled:
+            tracks[plan.SENTENCES] = self.sentences(document, mentions)
+        planned = {}
+        for kind, chunks in tracks.items():
+            old = self.store.chunks(document.tenant, document_ids=[document.document_id], with_vectors=True,
+                                    table=kind) if previous is not None else []
+            embed = self.embedded_text if kind == plan.CHUNKS else (lambda c: c.text)
+            planned[kind] = plan.plan_track(kind, document.document_id, version, chunks, old, embed)
+        return plan.Prepared(document, previous, at, version, planned, mentions)
 
-    def _flush(self, pending: Sequence[_Prepared], report: IngestReport, progress: Progress) -> None:
+    def _flush(self, pending: Sequence[plan.Prepared], report: IngestReport, progress: Progress) -> None:
         """Embed what needs embedding for ``pending`` documents, then write them in one go."""
         if not pending:
             return
         t0 = time.perf_counter()
-        texts: list[str] = []
-        slots: list[tuple[int, int]] = []
-        reused: dict[tuple[int, int], np.ndarray] = {}
-        for d, prepared in enumerate(pending):
-            for c, plan in enumerate(prepared.plans):
-                if plan.keep:
-                    continue
-                wanted = self.embedded_text(plan.chunk)
-                prev = plan.previous
-                if prev is not None and prev.get("vector") is not None and _row_embedded_text(prev) == wanted:
-                    reused[(d, c)] = np.asarray(prev["vector"], dtype=np.float32)
-                else:
-                    texts.append(wanted)
-                    slots.append((d, c))
-        vectors: dict[tuple[int, int], np.ndarray] = dict(reused)
-        if texts:
-            progress.stage("Embedding", len(texts))
+        jobs = [(p, track, i) for p in pending for track in p.tracks.values() for i in track.needs_vector()]
+        reused = sum(len(t.vectors) for p in pending for t in p.tracks.values())
+        if jobs:
+            progress.stage("Embedding", len(jobs))
             try:
-                embedded = self.embedder.embed(texts, progress=lambda n: progress.advance("Embedding", n))
+                vectors = self.embedder.embed([t.embedded[i] for _, t, i in jobs],
+                                              progress=lambda n: progress.advance("Embedding", n))
             except RagloomError as exc:
-                for prepared in pending:
-                    report.failed.append((prepared.document.source_path, f"{prepared.document.source_path}: {exc}"))
+                for p in pending:
+                    report.failed.append((p.document.source_path, f"{p.document.source_path}: {exc}"))
                 return
-            vectors.update(zip(slots, embedded, strict=True))
+            for (_, track, i), vector in zip(jobs, vectors, strict=True):
+                track.vectors[i] = vector
         report.timings["embed"] += time.perf_counter() - t0
-        report.chunks_embedded += len(texts)
-        report.chunks_reused += len(reused)
+        report.chunks_embedded += sum(1 for _, t, _ in jobs if t.kind == plan.CHUNKS)
+        report.chunks_reused += reused
         t1 = time.perf_counter()
-        docs, rows, close_chunks, close_docs = [], [], [], []
-        for d, prepared in enumerate(pending):
-            doc_row, chunk_rows, closes = self._rows(prepared, {c: v for (dd, c), v in vectors.items() if dd == d})
-            if doc_row is not None:
-                docs.append(doc_row)
-            if prepared.previous is not None and not prepared.doc_row_exists:
-                close_docs.append(prepared.previous["version_id"])
-            rows.extend(chunk_rows)
-            close_chunks.extend(closes)
+        rows: dict[str, list[dict[str, Any]]] = {"documents": [], plan.CHUNKS: [], plan.SENTENCES: [], "mentions": []}
+        close: dict[str, list[str]] = {"documents": [], plan.CHUNKS: [], plan.SENTENCES: []}
+        close_mentions: list[str] = []
+        for prepared in pending:
+            self._add_rows(prepared, rows, close)
+            if prepared.previous is not None:
+                close_mentions.append(prepared.previous["version_id"])
             if prepared.previous is None:
                 report.added += 1
             else:
                 report.updated += 1
-        at = max(p.at for p in pending)
-        self.store.write(documents=docs, chunks=rows, close_chunks=close_chunks, close_documents=close_docs,
-                         at=at, dim=self.embedder.dim)
-        report.chunks_written += len(rows)
+        self.store.write(rows=rows, close=close, close_mentions_of=close_mentions,
+                         at=max(p.at for p in pending), dim=self.embedder.dim)
+        report.chunks_written += len(rows[plan.CHUNKS])
+        report.sentences_written += len(rows[plan.SENTENCES])
+        report.mentions_written += len(rows["mentions"])
         report.timings["store"] += time.perf_counter() - t1
 
-    def _rows(self, prepared: _Prepared, vectors: Mapping[int, np.ndarray]) -> tuple[dict | None, list[dict], list[str]]:
-        """The document row (unless it exists), the chunk rows and the chunk versions they close."""
-        doc, prev, at = prepared.document, prepared.previous, prepared.at
-        doc_version = prepared.version_id or _new_id()
+    def _add_rows(self, prepared: plan.Prepared, rows: dict[str, list[dict[str, Any]]],
+                  close: dict[str, list[str]]) -> None:
+        doc = prepared.document
+        chunks_track = prepared.tracks[plan.CHUNKS]
+        chunks = chunks_track.chunks
+        entities = plan.chunk_entities(chunks, prepared.mentions)
+        sentences = prepared.tracks.get(plan.SENTENCES)
+        if sentences is not None:
+            spans = [(c.start, c.end) for c in sentences.chunks]
+            sentence_vectors = np.stack([sentences.vectors[i] if i in sentences.vectors else _row_vector(p.previous)
+                                         for i, p in enumerate(sentences.plans)]) if spans else np.zeros((0, 1))
+        else:  # no sentence index: a lexical stand-in for coherence, cheap and offline
+            nodes = self._sentencer.chunk(doc.text, parse_sections(doc.text))
+            spans = [(c.start, c.end) for c in nodes]
+            sentence_vectors = HashingEmbedder(256).embed([c.text for c in nodes])
+        qualities = plan.chunk_qualities(chunks, spans, sentence_vectors, prepared.mentions, entities,
+                                         self._size_model(), self._overlap())
         embed_kind = self.settings.embedding.embed_text
-        strategy = self._chunker.name
-        rows: list[dict] = []
-        closes: list[str] = []
-        taken: set[str] = set()
-        for c, plan in enumerate(prepared.plans):
-            if plan.keep:
-                taken.add(plan.previous["chunk_id"])  # type: ignore[index]
-                continue
-            old = plan.previous
-            chunk_id = old["chunk_id"] if old is not None else plan.chunk.chunk_id
-            if chunk_id in taken:  # a new chunk whose content id an edited chunk already carries
-                chunk_id = hashlib.blake2b(f"{chunk_id}:{doc_version}:{c}".encode(), digest_size=10).hexdigest()
-            taken.add(chunk_id)
-            if old is not None:
-                closes.append(old["version_id"])
-            rows.append(self._chunk_row(doc, plan.chunk, vectors[c], chunk_id=chunk_id, doc_version=doc_version,
-                                        previous=old, change_type=CREATE if old is None else UPDATE,
-                                        summary=plan.summary, at=at, strategy=strategy, embed_kind=embed_kind))
-        for old in prepared.vanished:
-            closes.append(old["version_id"])
-            rows.append(_tombstone(old, doc_version, at))
-        doc_row = None
+        chunk_rows, chunk_closes = plan.track_rows(prepared, plan.CHUNKS, strategy=self._chunker.name,
+                                                   embed_kind=embed_kind, entities=entities, qualities=qualities)
+        rows[plan.CHUNKS].extend(chunk_rows)
+        close[plan.CHUNKS].extend(chunk_closes)
+        if sentences is not None:
+            sentence_rows, sentence_closes = plan.track_rows(prepared, plan.SENTENCES, strategy="sentence",
+                                                             embed_kind="naked")
+            rows[plan.SENTENCES].extend(sentence_rows)
+            close[plan.SENTENCES].extend(sentence_closes)
+        rows["mentions"].extend(plan.mention_rows(doc, prepared.version, prepared.mentions, prepared.at))
         if not prepared.doc_row_exists:
-            doc_row = _document_row(doc, doc_version, prev, at, len(prepared.plans),
-                                    document_summary(prepared.plans, prepared.vanished, first=prev is None))
-        return doc_row, rows, closes
-
-    def _chunk_row(self, doc: Document, chunk: Chunk, vector: np.ndarray, *, chunk_id: str, doc_version: str,
-                   previous: Mapping[str, Any] | None, change_type: str, summary: str, at: datetime, strategy: str,
-                   embed_kind: str) -> dict[str, Any]:
-        return {
-            "tenant_id": doc.tenant,
-            "document_id": doc.document_id,
-            "version_id": _new_id(),
-            "version_sequence": (previous["version_sequence"] + 1) if previous else 1,
-            "previous_version_id": previous["version_id"] if previous else None,
-            "change_type": change_type,
-            "change_summary": summary,
-            "as_of": at,
-            "superseded_at": None,
-            "created_at": previous["created_at"] if previous else at,
-            "updated_at": at,
-            "content_hash": chunk.content_hash,
-            "lens": doc.lens,
-            "source_path": doc.source_path,
-            "title": doc.title,
-            "doc_type": doc.doc_type,
-            "document_date": doc.document_date,
-            "chunk_id": chunk_id,
-            "doc_version_id": doc_version,
-            "text": chunk.text,
-            "prefix": chunk.prefix,
-            "contextualized_text": chunk.contextualized_text,
-            "start_char": chunk.start,
-            "end_char": chunk.end,
-            "token_count": chunk.token_count,
-            "chunk_index": chunk.chunk_index,
-            "total_chunks": chunk.total_chunks,
-            "section_path": chunk.section_path_str,
-            "section_index": chunk.section_index,
-            "chunk_index_in_section": chunk.chunk_index_in_section,
-            "strategy": strategy,
-            "embedded_text": embed_kind,
-            "key_terms": [],
-            "time_refs": [],
-            "entities": [],
-            "quality_score": None,
-            "quality_json": dumps([{"kind": i.kind, "severity": i.severity, "description": i.description}
-                                   for i in chunk.issues]) if chunk.issues else None,
-            "vector": np.asarray(vector, dtype=np.float32),
-        }
+            rows["documents"].append(plan.document_row(doc, prepared.version, prepared.previous, prepared.at,
+                                                       len(chunks), plan.summary_of(prepared)))
+            if prepared.previous is not None:
+                close["documents"].append(prepared.previous["version_id"])
 
     def _sync(self, paths: Sequence[str | Path], files: Sequence[Path], lens: str, tenant: str,
               current: Mapping[str, Mapping[str, Any]], at: datetime) -> int:
@@ -411,23 +395,30 @@ class Engine:
         gone = [row for row in current.values()
                 if row["lens"] == lens and row["source_path"] not in seen
                 and any(row["source_path"].startswith(f) for f in folders) and not Path(row["source_path"]).exists()]
-        if gone:
-            self._tombstone_documents(tenant, gone, at)
+        for row in gone:
+            self._delete_document(row, at)
         return len(gone)
 
-    def _tombstone_documents(self, tenant: str, rows: Sequence[Mapping[str, Any]], at: datetime) -> None:
-        doc_rows, chunk_rows, closes = [], [], []
-        for row in rows:
-            version = _new_id()
-            doc_rows.append({**row, "version_id": version, "version_sequence": row["version_sequence"] + 1,
-                             "previous_version_id": row["version_id"], "change_type": DELETE,
-                             "change_summary": "file removed", "as_of": at, "superseded_at": at, "updated_at": at,
-                             "text": "", "chunk_count": 0})
-            for old in self.store.chunks(tenant, document_ids=[row["document_id"]], with_vectors=True):
-                closes.append(old["version_id"])
-                chunk_rows.append(_tombstone(old, version, at))
-        self.store.write(documents=doc_rows, chunks=chunk_rows, close_chunks=closes,
-                         close_documents=[r["version_id"] for r in rows], at=at, dim=self.embedder.dim)
+    def _delete_document(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None) -> None:
+        """Close every current row of a document and record tombstones (a new document version
+        unless ``version`` names an existing tombstone row, as when reindex replays one)."""
+        tenant, doc_id = row["tenant_id"], row["document_id"]
+        tomb = version or plan.new_id()
+        rows: dict[str, list[dict[str, Any]]] = {plan.CHUNKS: [], plan.SENTENCES: []}
+        close: dict[str, list[str]] = {plan.CHUNKS: [], plan.SENTENCES: []}
+        for kind in (plan.CHUNKS, plan.SENTENCES):
+            for old in self.store.chunks(tenant, document_ids=[doc_id], with_vectors=True, table=kind):
+                close[kind].append(old["version_id"])
+                rows[kind].append(plan.tombstone(old, tomb, at))
+        if version is None:
+            rows["documents"] = [{**row, "version_id": tomb, "version_sequence": row["version_sequence"] + 1,
+                                  "previous_version_id": row["version_id"], "change_type": DELETE,
+                                  "change_summary": "file removed", "as_of": at, "superseded_at": at,
+                                  "updated_at": at, "text": "", "chunk_count": 0}]
+            close["documents"] = [row["version_id"]]
+        previous = row["previous_version_id"] if version is not None else row["version_id"]
+        self.store.write(rows=rows, close=close, close_mentions_of=[previous] if previous else [], at=at,
+                         dim=self.embedder.dim)
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -450,8 +441,86 @@ class Engine:
             options={**options, "settings": self.settings},
         )
         results = retriever(request) if text.strip() else []
+        decay = self.settings.retrieval
+        if decay.age_decay:
+            results = age_decay(results, as_of or datetime.now(UTC), per_year=decay.age_decay_per_year,
+                                floor=decay.age_decay_floor)
         return QueryResult(text, mode, results, tenant, as_of, request.notes, self._warn(),
                            time.perf_counter() - started)
+
+    # -- entities and quality -------------------------------------------------------------------
+
+    def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,
+                        limit: int | None = None) -> list[BackReference]:
+        """For each entity the chunk mentions, up to ``limit`` other chunks that mention it."""
+        tenant = self._tenant(tenant)
+        as_of = parse_time(as_of) if isinstance(as_of, str) else as_of
+        found = self.store.chunks(tenant, chunk_ids=[chunk_id], with_vectors=True, as_of=as_of)
+        if not found:
+            raise InvalidParameterError(f"no chunk {chunk_id!r} in tenant {tenant!r}; take ids from 'ragloom query --json'")
+        chunk = found[0]
+        ids = set(chunk.get("entities") or ())
+        if not ids:
+            return []
+        candidates = self.store.chunks(tenant, entity_ids=ids, with_vectors=True, as_of=as_of)
+        names: dict[str, tuple[str, str, set[str]]] = {}
+        for m in self.store.mentions(tenant, entity_ids=ids, as_of=as_of):
+            entry = names.setdefault(m["entity_id"], (m["type"], m["canonical"], {m["canonical"]}))
+            entry[2].add(m["text"])
+        entities = {k: (t, c, sorted(n)) for k, (t, c, n) in names.items()}
+        return back_references(chunk, candidates, entities,
+                               limit=self.settings.entities.back_references if limit is None else limit)
+
+    def entities(self, *, tenant: str | None = None, lens: str | None = None, type: str | None = None,  # noqa: A002
+                 as_of: datetime | None = None) -> list[dict[str, Any]]:
+        """Every entity mentioned in the tenant's current documents, most mentioned first."""
+        tenant = self._tenant(tenant)
+        table: dict[str, dict[str, Any]] = {}
+        for m in self.store.mentions(tenant, lenses=[lens] if lens else None, as_of=as_of):
+            if type is not None and m["type"] != type:
+                continue
+            entry = table.setdefault(m["entity_id"], {"entity_id": m["entity_id"], "name": m["canonical"],
+                                                       "type": m["type"], "mentions": 0, "documents": set(),
+                                                       "aliases": set(), "lenses": set()})
+            entry["mentions"] += 1
+            entry["documents"].add(m["source_path"])
+            entry["lenses"].add(m["lens"])
+            if m["text"] != m["canonical"]:
+                entry["aliases"].add(m["text"])
+        rows = [{**e, "documents": len(e["documents"]), "aliases": sorted(e["aliases"]), "lenses": sorted(e["lenses"])}
+                for e in table.values()]
+        return sorted(rows, key=lambda e: (-e["mentions"], e["name"]))
+
+    def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
+        """The distribution of chunk quality scores and the worst chunks with their issues."""
+        tenant = self._tenant(tenant)
+        rows = self.store.chunks(tenant, lenses=[lens] if lens else None,
+                                 columns=["chunk_id", "lens", "source_path", "section_path", "start_char", "end_char",
+                                          "text", "quality_score", "quality_json"])
+        scored = [r for r in rows if r["quality_score"] is not None]
+        scores = np.array([r["quality_score"] for r in scored], dtype=np.float64)
+        buckets = {f"{lo / 10:.1f}-{(lo + 1) / 10:.1f}": 0 for lo in range(10)}
+        issues: dict[str, dict[str, int]] = {}
+        for r in scored:
+            bucket = min(int(r["quality_score"] * 10), 9)
+            buckets[f"{bucket / 10:.1f}-{(bucket + 1) / 10:.1f}"] += 1
+            for issue in json.loads(r["quality_json"] or "{}").get("issues", []):
+                issues.setdefault(issue["kind"], {}).setdefault(issue["severity"], 0)
+                issues[issue["kind"]][issue["severity"]] += 1
+        worst_rows = sorted(scored, key=lambda r: r["quality_score"])[:worst]
+        return {
+            "chunks": len(rows),
+            "scored": len(scored),
+            "mean": float(scores.mean()) if len(scores) else None,
+            "median": float(np.median(scores)) if len(scores) else None,
+            "p10": float(np.percentile(scores, 10)) if len(scores) else None,
+            "histogram": buckets,
+            "issues": issues,
+            "worst": [{"chunk_id": r["chunk_id"], "lens": r["lens"], "source_path": r["source_path"],
+                       "section_path": r["section_path"], "start": r["start_char"], "end": r["end_char"],
+                       "preview": " ".join(r["text"].split())[:160], **json.loads(r["quality_json"] or "{}")}
+                      for r in worst_rows],
+        }
 
     # -- maintenance ---------------------------------------------------------------------------
 
@@ -484,15 +553,17 @@ class Engine:
         return self.store.history(tenant, document_id(tenant, source))
 
     def reindex(self, *, progress: Progress | None = None) -> IngestReport:
-        """Rebuild every chunk of every tenant from the stored document versions with the
-        current settings. History is kept: each version is re-chunked over its own interval."""
+        """Rebuild every chunk, sentence and mention of every tenant from the stored document
+        versions with the current settings. History is kept: each version is replayed over its
+        own interval, so as-of queries see what they saw before, chunked the new way."""
         started = time.perf_counter()
         progress = progress or Progress()
         report = IngestReport()
         store = self.store
         versions = store.all_document_versions()
-        store.drop_chunks()
+        store.drop_derived()
         store.fts_column = "contextualized_text" if self.settings.embedding.embed_text == "contextual" else "text"
+        self._extractor = None  # the gazetteer may have changed too
         chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for row in versions:
             chains.setdefault((row["tenant_id"], row["document_id"]), []).append(row)
@@ -502,7 +573,7 @@ class Engine:
         progress.stage("Reindexing", sum(len(c) for c in chains.values()))
         depth = max((len(c) for c in chains.values()), default=0)
         for generation in range(depth):
-            batch: list[_Prepared] = []
+            batch: list[plan.Prepared] = []
             for chain in chains.values():
                 if generation >= len(chain):
                     continue
@@ -510,16 +581,15 @@ class Engine:
                 previous = chain[generation - 1] if generation else None
                 progress.advance("Reindexing")
                 if row["change_type"] == DELETE:
-                    self._tombstone_replay(row)
+                    self._delete_document(row, row["as_of"], version=row["version_id"])
                     continue
-                prepared = self._prepare(self._document_from_row(row), previous, row["as_of"])
+                prepared = self._prepare(self._document_from_row(row), previous, row["as_of"], row["version_id"])
                 prepared.doc_row_exists = True
-                prepared.version_id = row["version_id"]
                 if generation == 0:
                     batch.append(prepared)
                 else:  # closing the previous versions needs this version's own time
                     self._flush([prepared], report, progress)
-                if sum(len(p.plans) for p in batch) >= self.settings.ingest.batch_chunks:
+                if sum(p.size() for p in batch) >= self.settings.ingest.batch_chunks:
                     self._flush(batch, report, progress)
                     batch = []
             self._flush(batch, report, progress)
@@ -537,14 +607,14 @@ class Engine:
             row["source_path"].rsplit("/", 1)[-1], row["text"] or "", row["lens"],
             rules=self._doc_rules, default=self.settings.doc_types.default,
         )
-        return _document_from_row_with(row, doc_type)
-
-    def _tombstone_replay(self, row: Mapping[str, Any]) -> None:
-        closes, rows = [], []
-        for old in self.store.chunks(row["tenant_id"], document_ids=[row["document_id"]], with_vectors=True):
-            closes.append(old["version_id"])
-            rows.append(_tombstone(old, row["version_id"], row["as_of"]))
-        self.store.write(documents=[], chunks=rows, close_chunks=closes, at=row["as_of"], dim=self.embedder.dim)
+        doc_date = row.get("document_date")
+        return Document(
+            text=row["text"] or "", source_path=row["source_path"], title=row.get("title") or "",
+            lens=row["lens"], tenant=row["tenant_id"], media_type=row.get("media_type") or "",
+            modified_at=row.get("modified_at") or row["as_of"], document_id=row["document_id"],
+            file_hash=row.get("file_hash") or "", doc_type=doc_type,
+            document_date=doc_date if isinstance(doc_date, date) else None, metadata=meta,
+        )
 
 
 def parse_time(value: str) -> datetime:
@@ -552,70 +622,11 @@ def parse_time(value: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value.strip())
     except ValueError:
-        from ragloom.errors import InvalidParameterError
-
         raise InvalidParameterError(
             f"as_of {value!r} is not an ISO 8601 time; write it like 2026-03-01T00:00:00Z"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _row_embedded_text(row: Mapping[str, Any]) -> str:
-    if row.get("embedded_text") == "naked":
-        return row.get("text") or ""
-    return (row.get("prefix") or "") + (row.get("text") or "")
-
-
-def _tombstone(old: Mapping[str, Any], doc_version: str, at: datetime) -> dict[str, Any]:
-    """A chunk row recording that ``old`` vanished at ``at``; valid for no time at all."""
-    return {**old, "version_id": _new_id(), "version_sequence": old["version_sequence"] + 1,
-            "previous_version_id": old["version_id"], "change_type": DELETE, "change_summary": "removed",
-            "as_of": at, "superseded_at": at, "updated_at": at, "doc_version_id": doc_version}
-
-
-def _document_row(doc: Document, version: str, previous: Mapping[str, Any] | None, at: datetime, chunks: int,
-                  summary: str) -> dict[str, Any]:
-    return {
-        "tenant_id": doc.tenant,
-        "document_id": doc.document_id,
-        "version_id": version,
-        "version_sequence": (previous["version_sequence"] + 1) if previous else 1,
-        "previous_version_id": previous["version_id"] if previous else None,
-        "change_type": CREATE if previous is None else UPDATE,
-        "change_summary": summary,
-        "as_of": at,
-        "superseded_at": None,
-        "created_at": previous["created_at"] if previous else at,
-        "updated_at": at,
-        "content_hash": hashlib.blake2b(doc.text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest(),
-        "lens": doc.lens,
-        "source_path": doc.source_path,
-        "title": doc.title,
-        "doc_type": doc.doc_type,
-        "document_date": doc.document_date,
-        "media_type": doc.media_type,
-        "modified_at": doc.modified_at,
-        "file_hash": doc.file_hash,
-        "size_chars": len(doc.text),
-        "chunk_count": chunks,
-        "text": doc.text,
-        "metadata_json": dumps(dict(doc.metadata)),
-    }
-
-
-def _document_from_row_with(row: Mapping[str, Any], doc_type: str) -> Document:
-    doc_date = row.get("document_date")
-    return Document(
-        text=row["text"] or "",
-        source_path=row["source_path"],
-        title=row.get("title") or "",
-        lens=row["lens"],
-        tenant=row["tenant_id"],
-        media_type=row.get("media_type") or "",
-        modified_at=row.get("modified_at") or row["as_of"],
-        document_id=row["document_id"],
-        file_hash=row.get("file_hash") or "",
-        doc_type=doc_type,
-        document_date=doc_date if isinstance(doc_date, date) else None,
-        metadata=json.loads(row.get("metadata_json") or "{}"),
-    )
+def _row_vector(row: Mapping[str, Any] | None) -> np.ndarray:
+    return np.asarray(row["vector"], dtype=np.float32)  # type: ignore[index]

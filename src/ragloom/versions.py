@@ -32,8 +32,11 @@ class ChunkPlan:
     chunk: Chunk
     change_type: str  # create | update
     previous: Mapping[str, Any] | None  # the old row it replaces
-    keep: bool  # the old row stays current as is: same text, offsets, neighbours, prefix
     summary: str
+
+    @property
+    def edited(self) -> bool:
+        return self.previous is not None and self.previous["content_hash"] != self.chunk.content_hash
 
 
 def _words(text: str) -> set[str]:
@@ -48,14 +51,19 @@ def similarity(a: str, b: str) -> float:
     return len(wa & wb) / len(wa | wb)
 
 
-def _same_record(chunk: Chunk, row: Mapping[str, Any], section_path: str) -> bool:
+def same_record(chunk: Chunk, row: Mapping[str, Any]) -> bool:
+    """Whether ``row`` already says everything about ``chunk``: text, place, neighbours, prefix."""
     return (
-        row["start_char"] == chunk.start
+        row["content_hash"] == chunk.content_hash
+        and row["start_char"] == chunk.start
         and row["end_char"] == chunk.end
         and row["chunk_index"] == chunk.chunk_index
         and row["total_chunks"] == chunk.total_chunks
         and (row.get("prefix") or "") == chunk.prefix
-        and (row.get("section_path") or "") == section_path
+        and (row.get("section_path") or "") == chunk.section_path_str
+        and row.get("chunk_id") == chunk.chunk_id
+        and row.get("prev_id") == chunk.prev_id
+        and row.get("next_id") == chunk.next_id
     )
 
 
@@ -73,8 +81,7 @@ def plan_versions(new: Sequence[Chunk], old: Sequence[Mapping[str, Any]]) -> tup
             continue
         row = min(candidates, key=lambda r: abs(r["chunk_index"] - chunk.chunk_index))
         used.add(row["version_id"])
-        keep = _same_record(chunk, row, chunk.section_path_str)
-        plans[i] = ChunkPlan(chunk, UPDATE, row, keep, "unchanged" if keep else "text unchanged, position moved")
+        plans[i] = ChunkPlan(chunk, UPDATE, row, "text unchanged")
 
     remaining = sorted((r for r in old if r["version_id"] not in used), key=lambda r: r["chunk_index"])
     by_position: dict[int, list[Mapping[str, Any]]] = defaultdict(list)
@@ -93,9 +100,9 @@ def plan_versions(new: Sequence[Chunk], old: Sequence[Mapping[str, Any]]) -> tup
         if plans[i] is not None or row["version_id"] in used:
             continue
         used.add(row["version_id"])
-        plans[i] = ChunkPlan(new[i], UPDATE, row, False, f"edited ({score:.0%} of words shared)")
+        plans[i] = ChunkPlan(new[i], UPDATE, row, f"edited ({score:.0%} of words shared)")
 
-    final = [p or ChunkPlan(c, CREATE, None, False, "new") for p, c in zip(plans, new, strict=True)]
+    final = [p or ChunkPlan(c, CREATE, None, "new") for p, c in zip(plans, new, strict=True)]
     vanished = [r for r in old if r["version_id"] not in used]
     return final, vanished
 
@@ -103,7 +110,7 @@ def plan_versions(new: Sequence[Chunk], old: Sequence[Mapping[str, Any]]) -> tup
 def document_summary(plans: Sequence[ChunkPlan], vanished: Sequence[Mapping[str, Any]], *, first: bool) -> str:
     if first:
         return f"created with {len(plans)} chunks"
-    edited = sum(1 for p in plans if p.previous is not None and p.summary.startswith("edited"))
+    edited = sum(1 for p in plans if p.edited)
     added = sum(1 for p in plans if p.change_type == CREATE)
-    unchanged = sum(1 for p in plans if p.previous is not None and not p.summary.startswith("edited"))
+    unchanged = sum(1 for p in plans if p.previous is not None and not p.edited)
     return f"{edited} chunks edited, {added} added, {len(vanished)} removed, {unchanged} unchanged"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any
@@ -116,5 +116,19 @@ def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], 
     return [(rows[key], fused[key], parts[key]) for key in order]
 
 
-def lens_scope(lenses: Iterable[str] | None) -> list[str] | None:
-    return None if lenses is None else list(lenses)
+def age_decay(results: Sequence[ScoredChunk], now: datetime, *, per_year: float, floor: float) -> list[ScoredChunk]:
+    """Scores multiplied by ``max(floor, 1 - per_year * age in years)``, best first again.
+
+    A chunk's age runs from its document's date, or from when it was ingested if the document
+    has none, to ``now`` (the as-of moment of the query, or the present).
+    """
+    out = []
+    for r in results:
+        born = r.document_date or (r.as_of.date() if r.as_of else None)
+        if born is None:
+            out.append(r)
+            continue
+        years = max(0.0, (now.date() - born).days / 365.25)
+        factor = max(floor, 1.0 - per_year * years)
+        out.append(replace(r, score=r.score * factor, scores={**r.scores, "age_factor": round(factor, 4)}))
+    return sorted(out, key=lambda r: -r.score)

@@ -94,9 +94,36 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("entities", pa.list_(pa.string())),
             pa.field("quality_score", pa.float32()),
             pa.field("quality_json", pa.string()),
+            pa.field("prev_id", pa.string()),
+            pa.field("next_id", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
         ]
     )
+
+
+MENTION_SCHEMA = pa.schema(
+    [
+        pa.field("tenant_id", pa.string(), nullable=False),
+        pa.field("document_id", pa.string(), nullable=False),
+        pa.field("doc_version_id", pa.string(), nullable=False),
+        pa.field("version_id", pa.string(), nullable=False),
+        pa.field("entity_id", pa.string(), nullable=False),
+        pa.field("canonical", pa.string()),
+        pa.field("type", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("start_char", pa.int64()),
+        pa.field("end_char", pa.int64()),
+        pa.field("confidence", pa.float32()),
+        pa.field("source", pa.string()),
+        pa.field("lens", pa.string()),
+        pa.field("source_path", pa.string()),
+        pa.field("as_of", TS, nullable=False),
+        pa.field("superseded_at", TS),
+    ]
+)
+
+#: Tables whose rows belong to a document version (``doc_version_id``), written before it.
+DEPENDENT_TABLES = ("chunks", "sentences", "mentions")
 
 
 #: Chunk columns returned by searches (everything but the bulky ones).
@@ -158,14 +185,17 @@ class LanceStore:
     def _documents(self):  # noqa: ANN202
         return self._table("documents", DOCUMENT_SCHEMA)
 
-    def _chunks(self, dim: int | None = None):  # noqa: ANN202
-        table = self._table("chunks", chunk_schema(dim) if dim else None)
+    def _chunks(self, dim: int | None = None, name: str = "chunks"):  # noqa: ANN202
+        table = self._table(name, chunk_schema(dim) if dim else None)
         if table is not None and dim and table.schema.field("vector").type.list_size != dim:
             raise StoreError(
                 f"the workspace at {self.path.parent} holds {table.schema.field('vector').type.list_size}-dimensional "
                 f"vectors but the embedder makes {dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
             )
         return table
+
+    def _schema(self, name: str, dim: int) -> pa.Schema:
+        return {"documents": DOCUMENT_SCHEMA, "mentions": MENTION_SCHEMA}.get(name) or chunk_schema(dim)
 
     @staticmethod
     def _rows(query, limit: int | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
@@ -184,35 +214,47 @@ class LanceStore:
     def write(
         self,
         *,
-        documents: Sequence[Mapping[str, Any]],
-        chunks: Sequence[Mapping[str, Any]],
-        close_chunks: Iterable[str] = (),
-        close_documents: Iterable[str] = (),
+        rows: Mapping[str, Sequence[Mapping[str, Any]]],
+        close: Mapping[str, Iterable[str]] | None = None,
+        close_mentions_of: Iterable[str] = (),
         at: datetime,
         dim: int,
     ) -> None:
-        """Add document and chunk versions, then close the versions they replace.
+        """Add new versions and close the ones they replace, in an order a crash cannot hurt.
 
-        Chunk rows land first and document rows second, each in one commit; a crash before
-        the document rows land leaves orphan chunk rows that :meth:`repair` removes.
+        1. rows of the dependent tables (chunks, sentences, mentions) are added;
+        2. the versions they replace are closed (``close`` holds version ids per table;
+           ``close_mentions_of`` the document versions whose mentions end);
+        3. document rows are added: the commit point of each document version;
+        4. the replaced document versions are closed.
+
+        :meth:`repair` undoes a write interrupted before step 3 and finishes one interrupted
+        before step 4.
         """
+        close = close or {}
+        stamp = sql_time(at)
         with self._lock:
-            if chunks:
-                table = self._chunks(dim)
-                table.add(pa.Table.from_pylist(list(chunks), schema=chunk_schema(dim)))
-                self._ensure_fts(table)
-            if documents:
-                self._documents().add(pa.Table.from_pylist(list(documents), schema=DOCUMENT_SCHEMA))
-            close_chunks = list(close_chunks)
-            close_documents = list(close_documents)
-            stamp = sql_time(at)
-            if close_chunks:
-                for lo in range(0, len(close_chunks), 2000):
-                    where = sql_in("version_id", close_chunks[lo : lo + 2000]) + " AND superseded_at IS NULL"
-                    self._chunks().update(where=where, values_sql={"superseded_at": stamp})
-            if close_documents:
-                where = sql_in("version_id", close_documents) + " AND superseded_at IS NULL"
-                self._documents().update(where=where, values_sql={"superseded_at": stamp})
+            for name in DEPENDENT_TABLES:
+                if rows.get(name):
+                    table = self._chunks(dim, name) if name != "mentions" else self._table(name, MENTION_SCHEMA)
+                    table.add(pa.Table.from_pylist(list(rows[name]), schema=self._schema(name, dim)))
+                    if name == "chunks":
+                        self._ensure_fts(table)
+            for name in ("chunks", "sentences"):
+                self._close(name, "version_id", close.get(name, ()), stamp)
+            self._close("mentions", "doc_version_id", close_mentions_of, stamp)
+            if rows.get("documents"):
+                self._documents().add(pa.Table.from_pylist(list(rows["documents"]), schema=DOCUMENT_SCHEMA))
+            self._close("documents", "version_id", close.get("documents", ()), stamp)
+
+    def _close(self, name: str, column: str, ids: Iterable[str], stamp: str) -> None:
+        ids = list(ids)
+        table = self._table(name) if ids else None
+        if table is None:
+            return
+        for lo in range(0, len(ids), 2000):
+            where = sql_in(column, ids[lo : lo + 2000]) + " AND superseded_at IS NULL"
+            table.update(where=where, values_sql={"superseded_at": stamp})
 
     def _ensure_fts(self, table) -> None:  # noqa: ANN001
         if any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices()):
@@ -242,16 +284,40 @@ class LanceStore:
         return ran
 
     def repair(self) -> int:
-        """Remove chunk rows whose document version never landed; returns how many."""
-        chunks, docs = self._table("chunks"), self._table("documents")
-        if chunks is None:
-            return 0
+        """Bring the store back to a consistent state after an interrupted :meth:`write`.
+
+        Rows whose document version never landed are removed, and the rows that write had
+        already closed are opened again; a document left with two current versions keeps the
+        newer. Returns the number of document versions repaired.
+        """
+        docs = self._table("documents")
         known = {r["version_id"] for r in self._select(docs, "TRUE", ["version_id"])} if docs is not None else set()
-        written = {r["doc_version_id"] for r in self._select(chunks, "TRUE", ["doc_version_id"])}
-        orphans = written - known
+        orphans: dict[str, tuple[str, datetime]] = {}
+        for name in DEPENDENT_TABLES:
+            for r in self._select(self._table(name), "TRUE", ["doc_version_id", "document_id", "as_of"]):
+                if r["doc_version_id"] not in known:
+                    orphans[r["doc_version_id"]] = (r["document_id"], r["as_of"])
+        for version, (document, moment) in orphans.items():
+            where = f"document_id = {sql_str(document)} AND superseded_at = {sql_time(moment)}"
+            for name in DEPENDENT_TABLES:
+                table = self._table(name)
+                if table is not None:
+                    table.update(where=where + " AND " + sql_in("doc_version_id", known or {""}),
+                                 values_sql={"superseded_at": "NULL"})
         if orphans:
-            chunks.delete(sql_in("doc_version_id", orphans))
-        return len(orphans)
+            for name in DEPENDENT_TABLES:
+                table = self._table(name)
+                if table is not None:
+                    table.delete(sql_in("doc_version_id", orphans))
+        current: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in self._select(docs, "superseded_at IS NULL", ["tenant_id", "document_id", "version_id", "as_of",
+                                                                "version_sequence"]):
+            current.setdefault((r["tenant_id"], r["document_id"]), []).append(r)
+        doubled = [sorted(v, key=lambda r: r["version_sequence"]) for v in current.values() if len(v) > 1]
+        for versions in doubled:
+            newest = versions[-1]
+            self._close("documents", "version_id", [v["version_id"] for v in versions[:-1]], sql_time(newest["as_of"]))
+        return len(orphans) + len(doubled)
 
     def clear(self, tenant: str, *, lens: str | None = None) -> int:
         """Delete every row of ``tenant`` (only those of ``lens`` if given); returns documents removed."""
@@ -260,17 +326,19 @@ class LanceStore:
         removed = len({r["document_id"] for r in self._select(docs, where, ["document_id"])})
         with self._lock:
             docs.delete(where)
-            chunks = self._table("chunks")
-            if chunks is not None:
-                chunks.delete(where)
+            for name in DEPENDENT_TABLES:
+                table = self._table(name)
+                if table is not None:
+                    table.delete(where)
         return removed
 
-    def drop_chunks(self) -> None:
-        """Remove the chunks table (reindex rebuilds it from the documents table)."""
+    def drop_derived(self) -> None:
+        """Remove every table but documents (reindex rebuilds them from the documents table)."""
         with self._lock:
-            if self._table("chunks") is not None:
-                self._db.drop_table("chunks")
-            self._tables.pop("chunks", None)
+            for name in DEPENDENT_TABLES:
+                if self._table(name) is not None:
+                    self._db.drop_table(name)
+                self._tables.pop(name, None)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -301,23 +369,40 @@ class LanceStore:
 
     def chunks(self, tenant: str, *, document_ids: Iterable[str] | None = None, chunk_ids: Iterable[str] | None = None,
                lenses: Iterable[str] | None = None, as_of: datetime | None = None, with_vectors: bool = False,
-               columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        extra = []
+               columns: Sequence[str] | None = None, entity_ids: Iterable[str] | None = None,
+               table: str = "chunks", where: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """Rows of ``table`` (``chunks`` or ``sentences``) current at ``as_of``, filtered."""
+        extra = list(where)
         if document_ids is not None:
             extra.append(sql_in("document_id", document_ids))
         if chunk_ids is not None:
             extra.append(sql_in("chunk_id", chunk_ids))
+        if entity_ids is not None:
+            ids = sorted(set(entity_ids))
+            extra.append(f"array_has_any(entities, [{', '.join(sql_str(e) for e in ids)}])" if ids else "FALSE")
         cols = list(columns) if columns is not None else None
         if cols is None:
             cols = None if with_vectors else [f for f in chunk_schema(1).names if f != "vector"]
-        return self._select(self._table("chunks"), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
+        return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
+
+    def mentions(self, tenant: str, *, document_ids: Iterable[str] | None = None, entity_ids: Iterable[str] | None = None,
+                 lenses: Iterable[str] | None = None, as_of: datetime | None = None) -> list[dict[str, Any]]:
+        extra = []
+        if document_ids is not None:
+            extra.append(sql_in("document_id", document_ids))
+        if entity_ids is not None:
+            extra.append(sql_in("entity_id", entity_ids))
+        return self._select(self._table("mentions"), scope(tenant, lenses=lenses, as_of=as_of, extra=extra))
 
     def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
-                      as_of: datetime | None = None, with_vectors: bool = False) -> list[dict[str, Any]]:
-        table = self._table("chunks")
+                      as_of: datetime | None = None, with_vectors: bool = False,
+                      table: str = "chunks") -> list[dict[str, Any]]:
+        name = table
+        table = self._table(name)
         if table is None:
             return []
-        columns = RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_distance"]
+        columns = RESULT_COLUMNS + (["prev_id", "next_id"] if name == "sentences" else []) \
+            + (["vector"] if with_vectors else []) + ["_distance"]
         query = (
             table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
             .distance_type("cosine")
