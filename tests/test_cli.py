@@ -87,3 +87,19 @@ def test_demo_with_the_real_model(tmp_path: Path) -> None:
     result = runner.invoke(app, ["demo", "--workspace", str(tmp_path / "ws")])
     assert result.exit_code == 0, result.output
     assert result.stdout.count("examples/materials") >= 9  # three answers with sources for three questions
+
+
+def test_quality_entities_backrefs_commands(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    assert run("demo", ws=ws).exit_code == 0
+    assert (ws / "entities.toml").is_file()  # the demo installs the sample gazetteer
+    result = run("quality", "--lens", "engineering", "--worst", "2", ws=ws)
+    assert result.exit_code == 0 and "lowest-scoring" in result.stdout
+    data = json.loads(run("quality", "--json", ws=ws).stdout)
+    assert data["scored"] > 0 and len(data["worst"]) == 10
+    entities = json.loads(run("entities", "--type", "customer", "--json", ws=ws).stdout)
+    assert "Apex HVAC" in {e["name"] for e in entities}
+    hit = json.loads(run("query", "Apex HVAC renewal offline", "--mode", "bm25", "--json", ws=ws).stdout)["results"][0]
+    refs = json.loads(run("backrefs", hit["chunk_id"], "--json", ws=ws).stdout)
+    assert refs and {"entity_name", "relationship", "context_summary", "relevance_score"} <= refs[0].keys()
+    assert run("backrefs", "no-such-chunk", ws=ws).exit_code == 2

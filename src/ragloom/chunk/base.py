@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import ClassVar
@@ -118,6 +119,16 @@ class Chunker(ABC):
     def params(self) -> dict[str, object]:
         """The parameters that define this chunker's output (recorded with an index)."""
         return {}
+
+
+def content_defined(text: str, candidates: Sequence[int]) -> int:
+    """The candidate cut whose preceding 32 characters hash lowest.
+
+    A choice made by content rather than by position survives an edit earlier in the section,
+    which shifts every offset: the same cut is found again, so the chunks after it keep their
+    text and their vectors (the idea of content-defined chunking in deduplicating backups).
+    """
+    return min(candidates, key=lambda c: zlib.crc32(text[max(0, c - 32) : c].encode("utf-8", "surrogatepass")))
 
 
 def closest(candidates: Sequence[int], target: int, allowed: Callable[[int], bool] | None) -> int | None:

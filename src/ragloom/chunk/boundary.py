@@ -6,7 +6,17 @@ from __future__ import annotations
 import bisect
 import re
 
-from ragloom.chunk.base import Chunker, Protected, Span, closest, register, require, resolve_tokenizer, trim
+from ragloom.chunk.base import (
+    Chunker,
+    Protected,
+    Span,
+    closest,
+    content_defined,
+    register,
+    require,
+    resolve_tokenizer,
+    trim,
+)
 from ragloom.parse.sentences import paragraph_ends, sentence_ends
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
 from ragloom.types import QualityIssue
@@ -29,12 +39,15 @@ def _word_cuts(text: str, lo: int, hi: int) -> list[int]:
 
 @register
 class BoundaryChunker(Chunker):
-    """Chunks of ``min_size`` to ``max_size`` characters, as close to ``target_size`` as the
-    text's boundaries allow, with about ``overlap`` characters shared by neighbours.
+    """Chunks of ``min_size`` to ``max_size`` characters, near ``target_size``, with about
+    ``overlap`` characters shared by neighbours.
 
     Cut points, in order of preference: paragraph ends, sentence ends, line ends, word ends,
-    and only if a window has none of those, a hard cut. A section shorter than ``min_size``
-    becomes one short chunk that says so in its quality issues.
+    and only if a window has none of those, a hard cut. Among the cuts of the best kind within
+    a quarter of the size range of the target, the text before each decides (content-defined,
+    as in deduplicating backup tools), so an edit early in a section does not move every later
+    cut; with none that near, the nearest wins. A section shorter than ``min_size`` becomes one
+    short chunk that says so in its quality issues.
     """
 
     name = "boundary"
@@ -77,12 +90,13 @@ class BoundaryChunker(Chunker):
     def _cut(self, text: str, lo: int, hi: int, target: int, protected: Protected, paragraphs: list[int]) -> int:
         """The best cut in ``[lo, hi]``: nearest ``target`` among the best kind of boundary."""
         allowed = protected.allows if protected else None
-        best = closest(paragraphs[bisect.bisect_left(paragraphs, lo) : bisect.bisect_right(paragraphs, hi)],
-                       target, allowed)
+        band = (self.max_size - self.min_size) // 4
+        best = self._pick(text, paragraphs[bisect.bisect_left(paragraphs, lo) : bisect.bisect_right(paragraphs, hi)],
+                          target, band, allowed)
         if best is not None:
             return best
         for finder in (_sentence_cuts, _line_cuts, _word_cuts):
-            best = closest([c for c in finder(text, lo, hi) if lo <= c <= hi], target, allowed)
+            best = self._pick(text, [c for c in finder(text, lo, hi) if lo <= c <= hi], target, band, allowed)
             if best is not None:
                 return best
         span = protected.containing(hi)
@@ -90,6 +104,16 @@ class BoundaryChunker(Chunker):
             return hi
         # The whole window lies inside one protected span: end the chunk before or after it.
         return span[0] if span[0] > lo - self.min_size else span[1]
+
+    @staticmethod
+    def _pick(text: str, candidates: list[int], target: int, band: int, allowed) -> int | None:  # noqa: ANN001
+        """The :func:`~ragloom.chunk.base.content_defined` cut within ``band`` of ``target``, else the nearest."""
+        if allowed is not None:
+            candidates = [c for c in candidates if allowed(c)]
+        near = [c for c in candidates if abs(c - target) <= band]
+        if near:
+            return content_defined(text, near)
+        return closest(candidates, target, None)
 
     def _next_start(self, text: str, start: int, cut: int, protected: Protected) -> int:
         """Where the next chunk starts: a word start at least ``overlap`` characters before ``cut``."""

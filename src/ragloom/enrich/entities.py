@@ -228,7 +228,10 @@ class GlinerExtractor:
 # -- capitalised-phrase candidates ------------------------------------------------------------
 
 _CAP_WORD = r"(?:[A-Z][\w&'.-]*[\w&]|[A-Z])"
-_CANDIDATE = re.compile(rf"(?<![\w&#@/-])({_CAP_WORD}(?:[ \t]+(?:of|and|&|the|de|von|van|for)?[ \t]*{_CAP_WORD})*)(?![\w])")
+_CANDIDATE = re.compile(
+    rf"(?<![\w&#@/-])({_CAP_WORD}(?:[ \t]+(?:of|and|&|the|de|von|van|for)?[ \t]*{_CAP_WORD})*"
+    r"(?:[ \t]+(?:v\d+(?:\.\d+)*|\d+\.\d+)(?!\w|\.\d))?)(?![\w])"  # an optional version: "Fleet Tracker v3"
+)
 _ORG_SUFFIX = re.compile(
     r"\b(?:Inc|LLC|Ltd|Corp|Corporation|Company|Co|Group|GmbH|AG|SA|PLC|Partners|Research|Labs?|Systems|"
     r"Technologies|Software|Solutions|Services|Bank|University|Institute|Foundation|Agency|Association|"

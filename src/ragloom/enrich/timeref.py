@@ -102,7 +102,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?P<rel>this|next|last|previous|coming|current)\s+(?P<unit>quarter|month|year|half)\b", re.I), "relative"),
     (re.compile(r"\b(?:in|by|during|until|before|after|since|from|mid-|early|late|end\s+of)\s*[- ]?(?P<month>" + "|".join(
         sorted((calendar.month_name[i] for i in range(1, 13)), key=len, reverse=True)) + r")\b(?!\s+(?:19|20)\d{2})", re.I), "bare_month"),
-    (re.compile(r"(?<![\d.,$€£-])\b(?P<year>(?:19|20)\d{2})\b(?![\d.,%]|-\d)"), "year"),
+    (re.compile(r"(?<![\d.,$€£-])\b(?P<year>(?:19|20)\d{2})\b(?![.,]?\d|%|-\d)"), "year"),
 ]
 
 
@@ -169,6 +169,9 @@ def _build(kind: str, m: re.Match[str], reference: date | None) -> TimeRef | Non
         return _day(year, MONTHS[g["month"].lower()], int(g["d"]), text, a, b)  # type: ignore[arg-type]
     if kind in ("year_quarter", "quarter"):
         return _quarter(int(g["q"]), year if year is not None else (reference.year if reference else None), text, a, b)
+    if kind == "quarter_words" and g["ord"].lower() == "last" and year is None:
+        kind = "relative"  # "last quarter" without a year is the previous quarter, not Q4
+        g = {"rel": "last", "unit": "quarter"}
     if kind == "quarter_words":
         return _quarter(_ORDINAL[g["ord"].lower()], year if year is not None else (reference.year if reference else None), text, a, b)
     if kind == "half":

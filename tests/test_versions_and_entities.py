@@ -1,0 +1,209 @@
+"""Issue 4 through the engine: versions, tombstones, mentions, back-references, quality, tenants."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ragloom.embed import HashingEmbedder
+from ragloom.engine import Engine
+from ragloom.errors import InvalidParameterError
+from ragloom.retrieve.base import age_decay
+
+from .conftest import MATERIALS, fast_settings
+
+ROOT = MATERIALS.parent
+
+
+def workspace_with_gazetteer(tmp_path: Path, **overrides) -> Engine:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    shutil.copy(ROOT / "entities.toml", ws / "entities.toml")
+    return Engine(ws, settings=fast_settings(**overrides), embedder=HashingEmbedder())
+
+
+def test_every_record_carries_its_version_fields(engine: Engine, materials: Path) -> None:
+    engine.ingest(materials / "your-voice", lens="your-voice")
+    fields = {"tenant_id", "document_id", "content_hash", "version_id", "version_sequence", "previous_version_id",
+              "as_of", "created_at", "updated_at", "change_type", "change_summary"}
+    assert fields <= engine.store.documents("default")[0].keys()
+    assert fields <= engine.store.chunks("default")[0].keys()
+    assert fields <= engine.store.chunks("default", table="sentences")[0].keys()
+
+
+def test_vanished_chunks_leave_tombstones(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "a.md"
+    doc.write_text("# A\nalpha stays.\n\n# B\nbravo goes away.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    doc.write_text("# A\nalpha stays.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    rows = engine.store._table("chunks").search().where("change_type = 'delete'").limit(None).to_arrow().to_pylist()
+    assert len(rows) == 1 and "bravo" in rows[0]["text"] and rows[0]["as_of"] == rows[0]["superseded_at"]
+    assert rows[0]["previous_version_id"] is not None
+    assert [c["text"] for c in engine.store.chunks("default")] == ["# A\nalpha stays."]
+
+
+def test_unchanged_chunk_keeps_identity_and_vector(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "a.md"
+    # The title stays "Doc": a new first H1 would change the title, hence every prefix and vector.
+    doc.write_text("---\ntitle: Doc\n---\n# A\nalpha stays here.\n\n# B\nbravo changes.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    before = {c["text"]: c for c in engine.store.chunks("default", with_vectors=True)}
+    doc.write_text("---\ntitle: Doc\n---\n# Intro\nnew first section.\n\n# A\nalpha stays here.\n\n# B\nbravo changed.",
+                   encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    after = {c["text"]: c for c in engine.store.chunks("default", with_vectors=True)}
+    kept = after["# A\nalpha stays here."]
+    old = before["# A\nalpha stays here."]
+    assert kept["chunk_id"] == old["chunk_id"] and list(kept["vector"]) == list(old["vector"])
+    edited = after["# B\nbravo changed."]
+    assert edited["chunk_id"] == before["# B\nbravo changes."]["chunk_id"]
+    assert edited["change_type"] == "update" and edited["previous_version_id"] == before["# B\nbravo changes."]["version_id"]
+    assert after["# Intro\nnew first section."]["change_type"] == "create"
+
+
+def test_mentions_follow_versions_and_as_of(tmp_path: Path) -> None:
+    engine = workspace_with_gazetteer(tmp_path)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "a.md"
+    doc.write_text("# Status\nApex HVAC asked for offline mode.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    moment = datetime.now(UTC)
+    time.sleep(0.01)
+    doc.write_text("# Status\nBrightwater Plumbing asked for offline mode.", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    now = {e["name"] for e in engine.entities()}
+    then = {e["name"] for e in engine.entities(as_of=moment)}
+    assert "Brightwater Plumbing" in now and "Apex HVAC" not in now
+    assert "Apex HVAC" in then and "Brightwater Plumbing" not in then
+
+
+def test_back_references_through_the_engine(tmp_path: Path, materials: Path) -> None:
+    engine = workspace_with_gazetteer(tmp_path)
+    for lens in materials.iterdir():
+        if lens.is_dir():
+            engine.ingest(lens, lens=lens.name)
+    hit = engine.query("Apex HVAC offline mode renewal condition", mode="bm25", k=1)[0]
+    refs = engine.back_references(hit.chunk_id)
+    assert refs and all(r.chunk_id != hit.chunk_id for r in refs)
+    by_entity: dict[str, int] = {}
+    for r in refs:
+        by_entity[r.entity_name] = by_entity.get(r.entity_name, 0) + 1
+        assert r.relationship in {"mentions", "describes", "references", "defines"}
+        assert 0 <= r.relevance_score <= 1
+    assert max(by_entity.values()) <= 3 and "Apex HVAC" in by_entity
+    apex = [r for r in refs if r.entity_name == "Apex HVAC"][0]
+    assert "apex" in apex.context_summary.lower()
+
+
+def test_entities_listing_resolves_aliases(tmp_path: Path, materials: Path) -> None:
+    engine = workspace_with_gazetteer(tmp_path)
+    engine.ingest(materials / "team-conversational", lens="team-conversational")
+    apex = [e for e in engine.entities(type="customer") if e["name"] == "Apex HVAC"][0]
+    assert apex["mentions"] >= 4 and "Apex" in apex["aliases"]
+
+
+def test_boundary_chunks_never_split_mentions_in_real_documents(tmp_path: Path, materials: Path) -> None:
+    engine = workspace_with_gazetteer(tmp_path, **{"chunking.strategy": "boundary", "chunking.min_size": 60,
+                                                   "chunking.target_size": 120, "chunking.max_size": 200,
+                                                   "chunking.overlap_chars": 20})
+    for path in materials.rglob("*.md"):
+        document = engine.load(path, lens="x")
+        mentions = engine.mentions(document)
+        for c in engine.chunk_document(document, mentions=mentions):
+            assert not any(m.start < c.start < m.end or m.start < c.end < m.end for m in mentions)
+
+
+def test_quality_report(engine: Engine, materials: Path) -> None:
+    engine.ingest(materials / "engineering", lens="engineering")
+    report = engine.quality(worst=3)
+    assert report["scored"] == report["chunks"] > 0
+    assert sum(report["histogram"].values()) == report["scored"]
+    assert len(report["worst"]) == 3
+    assert report["worst"][0]["score"] <= report["worst"][-1]["score"]
+    assert set(report["worst"][0]["metrics"]) == {"length_score", "entity_density", "semantic_coherence",
+                                                  "boundary_respect", "overlap_quality"}
+    assert engine.quality(lens="nobody")["chunks"] == 0
+
+
+def test_age_decay() -> None:
+    from ragloom.types import ScoredChunk
+
+    def hit(score: float, born: str | None) -> ScoredChunk:
+        return ScoredChunk("c", "d", "t", score, "/p", "x", "t", "", (), 0, 1, 1,
+                           document_date=datetime.fromisoformat(born).date() if born else None)
+
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    old, new, undated = hit(1.0, "2021-01-01"), hit(0.8, "2025-12-01"), hit(0.9, None)
+    ranked = age_decay([old, new, undated], now, per_year=0.1, floor=0.7)
+    assert [r.score for r in ranked] == pytest.approx([0.9, 0.8 * (1 - 0.1 * 31 / 365.25), 0.7])
+
+
+def test_age_decay_setting_reorders(tmp_path: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(**{"retrieval.age_decay": True}), embedder=HashingEmbedder())
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "2015-01-01-old.md").write_text("# Plan\nroadmap roadmap roadmap", encoding="utf-8")
+    (folder / "2025-12-01-new.md").write_text("# Plan\nroadmap roadmap", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    result = engine.query("roadmap", mode="bm25", k=2)
+    assert result[0].source_path.endswith("new.md") and result[1].scores["age_factor"] == 0.7
+
+
+# -- tenants -------------------------------------------------------------------------------------
+
+TENANTS = ["acme", "globex", "initech"]
+
+
+@pytest.fixture(scope="module")
+def shared_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    root = tmp_path_factory.mktemp("tenants")
+    engine = Engine(root / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    for tenant in TENANTS:
+        folder = root / tenant
+        folder.mkdir()
+        (folder / "shared.md").write_text(f"# Plan\nThe roadmap of {tenant} says secret-{tenant} ships in Q3.",
+                                          encoding="utf-8")
+        for lens in ("engineering", "your-voice"):
+            engine.ingest(folder, lens=lens, tenant=tenant)
+    return engine
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tenant=st.sampled_from(TENANTS), text=st.text(max_size=40) | st.sampled_from([f"secret-{t}" for t in TENANTS]),
+       mode=st.sampled_from(["vector", "bm25", "hybrid"]), lens=st.none() | st.text(max_size=20),
+       as_of=st.none() | st.just(datetime.now(UTC) + timedelta(days=1)))
+def test_no_tenant_sees_another(shared_engine: Engine, tenant: str, text: str, mode: str, lens: str | None,
+                                as_of: datetime | None) -> None:
+    lenses = [lens] if lens is not None else None
+    if lens is not None and "\x00" in lens:  # refused with a clear error rather than passed on
+        with pytest.raises(InvalidParameterError, match="NUL"):
+            shared_engine.query(text, mode=mode, tenant=tenant, lenses=lenses, as_of=as_of, k=20)
+        return
+    result = shared_engine.query(text, mode=mode, tenant=tenant, lenses=lenses, as_of=as_of, k=20)
+    for r in result:
+        assert r.tenant == tenant and f"secret-{tenant}" in r.text
+    for other in TENANTS:
+        if other != tenant and text == f"secret-{other}" and mode == "bm25":
+            assert all(f"secret-{other}" not in r.text for r in result)
+
+
+def test_tenant_reads_are_all_scoped(shared_engine: Engine) -> None:
+    stats = shared_engine.stats(tenant="acme")
+    assert stats["documents"] == 1  # same path, two lenses: one document, re-filed
+    assert {e["name"] for e in shared_engine.entities(tenant="globex")}.isdisjoint({"acme"})
+    hit = shared_engine.query("secret-acme", mode="bm25", tenant="acme")[0]
+    with pytest.raises(Exception, match="no chunk"):
+        shared_engine.back_references(hit.chunk_id, tenant="globex")
+    assert shared_engine.history(Path("nowhere.md"), tenant="initech") == []
