@@ -103,3 +103,23 @@ def test_quality_entities_backrefs_commands(tmp_path: Path, materials: Path) -> 
     refs = json.loads(run("backrefs", hit["chunk_id"], "--json", ws=ws).stdout)
     assert refs and {"entity_name", "relationship", "context_summary", "relevance_score"} <= refs[0].keys()
     assert run("backrefs", "no-such-chunk", ws=ws).exit_code == 2
+
+
+def test_graph_and_contradictions_commands(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert run("demo", ws=ws).exit_code == 0
+    stats = json.loads(run("graph", "stats", "--json", ws=ws).stdout)
+    assert stats["nodes"] > 0 and "TOPIC_OVERLAP" in stats["edge_types"]
+    assert "relationships" in run("graph", "build", ws=ws).stdout
+    hit = json.loads(run("query", "event bus", "--json", ws=ws).stdout)["results"][0]
+    shown = json.loads(run("graph", "show", hit["chunk_id"], "--json", ws=ws).stdout)
+    assert shown["id"] == hit["chunk_id"] and shown["relations"]
+    assert run("graph", "show", "nope", ws=ws).exit_code == 2
+    out = tmp_path / "graph.graphml"
+    assert run("graph", "export", str(out), "--format", "graphml", ws=ws).exit_code == 0 and out.stat().st_size > 0
+    assert run("graph", "export", str(tmp_path / "g.x"), "--format", "dot", ws=ws).exit_code == 2
+    found = json.loads(run("contradictions", "--json", ws=ws).stdout)
+    assert found and {"kind", "type", "topic", "difference", "statements", "certainty"} <= found[0].keys()
+    assert len(found[0]["statements"]) == 2
+    result = run("query", "catalog integration", "--mode", "balanced", "--json", ws=ws)
+    assert len({r["lens"] for r in json.loads(result.stdout)["results"]}) == 6

@@ -126,7 +126,7 @@ def ingest(
             f"{report.unchanged} unchanged, {report.deleted} deleted, "
             f"[{'red' if report.failed else 'dim'}]{len(report.failed)} failed[/]. "
             f"{report.chunks_written} chunk versions written ({report.chunks_embedded} embedded, "
-            f"{report.chunks_reused} reused) in {report.seconds:.1f}s."
+            f"{report.chunks_reused} reused); {report.relationships} relationships found; {report.seconds:.1f}s."
         )
     if report.failed:
         raise typer.Exit(1)
@@ -168,7 +168,8 @@ def query(
     text: Annotated[str, typer.Argument(help="What to look for.")],
     k: Annotated[int | None, typer.Option("-k", help="Number of results.")] = None,
     lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
-    mode: Annotated[str | None, typer.Option("--mode", "-m", help="Retrieval mode.")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or dynamic.")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
@@ -198,7 +199,8 @@ def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult
         console.print(f"  [bold cyan]{rank}.[/] [green]{r.score:.3f}[/] [magenta]{escape(r.lens)}[/] "
                       f"{escape(_display_path(r.source_path))}{section} [dim][{r.start}:{r.end}][/]")
         if r.via:
-            console.print(f"     [dim]via {escape(str(r.via))}[/]")
+            console.print(f"     [dim]via {escape(r.via.get('edge', ''))} from {escape(r.via.get('seed', ''))} "
+                          f"(weight {r.via.get('weight', 0):.2f})[/]")
         snippet = " ".join(r.text.split())
         console.print(f"     {escape(snippet[:240])}{'…' if len(snippet) > 240 else ''}")
 
@@ -355,6 +357,105 @@ def backrefs(
                       f"{r.relationship} in [magenta]{escape(r.lens)}[/] {escape(_display_path(r.source_path))} "
                       f"› {escape(r.section_path)}")
         console.print(f"   {escape(r.context_summary)}")
+
+
+graph_app = typer.Typer(help="The context graph: build, stats, show, export.", no_args_is_help=True)
+app.add_typer(graph_app, name="graph")
+
+
+@graph_app.command("build")
+def graph_build(tenant: TenantOpt = None, workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
+    """Rebuild the context graph from the current chunks."""
+    with _errors():
+        engine = _engine(workspace, config)
+        with err.status("building the context graph"):
+            edges = engine.build_graph(tenant=tenant)
+    console.print(f"{edges} relationships")
+
+
+@graph_app.command("stats")
+def graph_stats(tenant: TenantOpt = None, as_json: JsonOpt = False, workspace: WorkspaceOpt = None,
+                config: ConfigOpt = None) -> None:
+    """Nodes, edges, edges by type, density, connected components."""
+    with _errors():
+        stats = _engine(workspace, config).graph(tenant=tenant).stats()
+    if as_json:
+        console.print_json(json.dumps(stats))
+        return
+    console.print(f"[bold]{stats['nodes']}[/] nodes, [bold]{stats['edges']}[/] edges, density {stats['density']:.3f}, "
+                  f"{stats['components']} connected components")
+    for kind, count in stats["edge_types"].items():
+        console.print(f"  {kind:<18} {count}")
+    for kind, groups in stats["implicit_groups"].items():
+        if groups:
+            console.print(f"  {kind:<18} +{stats['implicit_pairs'][kind]} implied pairs in {groups} large groups")
+
+
+@graph_app.command("show")
+def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'ragloom query --json').")],
+               limit: Annotated[int, typer.Option("--limit", "-n")] = 15, tenant: TenantOpt = None,
+               as_json: JsonOpt = False, workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
+    """A chunk's attributes and its relations."""
+    with _errors():
+        graph = _engine(workspace, config).graph(tenant=tenant)
+        if chunk_id not in graph.graph:
+            err.print(f"[bold red]error:[/] no chunk {escape(chunk_id)!s} in the graph; take ids from 'ragloom query --json'")
+            raise typer.Exit(2)
+        node = graph.show(chunk_id, limit=limit)
+    if as_json:
+        console.print_json(json.dumps(node, default=str))
+        return
+    console.print(f"[bold]{escape(node['source_name'])}[/] › {escape(node['section_path'])} [magenta]{node['lens']}[/] "
+                  f"(chunk {node['chunk_index'] + 1} of {node['total_chunks']}, {node['token_count']} tokens)")
+    console.print(f"  key terms: {escape(', '.join(node['key_terms']))}")
+    console.print(f"  time references: {escape(', '.join(node['time_references']))}")
+    console.print(f"  {escape(node['content_preview'])}")
+    for r in node["relations"]:
+        extra = r.get("shared_terms") or r.get("shared_periods") or ""
+        console.print(f"  [cyan]{r['type']:<17}[/] {r['weight']:.2f} [magenta]{r['neighbour_lens']}[/] "
+                      f"{escape(r['neighbour_source'])} {escape(', '.join(extra))}")
+    console.print(f"  [dim]{node['relations_total']} stored relations[/]")
+
+
+@graph_app.command("export")
+def graph_export(
+    output: Annotated[Path, typer.Argument(help="Where to write the graph.")],
+    format_: Annotated[str, typer.Option("--format", "-f", help="json (node-link) or graphml.")] = "json",
+    tenant: TenantOpt = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Export the graph as networkx node-link JSON or GraphML."""
+    with _errors():
+        path = _engine(workspace, config).graph(tenant=tenant).export(output, format=format_)
+    console.print(f"wrote {escape(str(path))}")
+
+
+@app.command()
+def contradictions(
+    topic: Annotated[str | None, typer.Option("--topic", help="Only what the chunks about this topic say.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Statements of different lenses that disagree: dates, numbers, negations."""
+    with _errors():
+        found = _engine(workspace, config).contradictions(topic=topic, tenant=tenant, limit=limit, lenses=lens)
+    if as_json:
+        sys.stdout.write(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2) + "\n")
+        return
+    if not found:
+        console.print("no contradictions found")
+    for c in found:
+        console.print(f"[bold yellow]{escape(c.topic)}[/] ({c.kind}, {c.type}): [bold]{escape(c.difference)}[/] "
+                      f"[dim]certainty {c.certainty:.2f}, score {c.score:.2f}[/]")
+        for st in c.statements:
+            console.print(f"   [magenta]{st.lens:<20}[/] {escape(_display_path(st.source_path))} [{st.start}:{st.end}]")
+            console.print(f"   {'':<20} “{escape(' '.join(st.text.split()))}”")
+        console.print(f"   [dim]{escape(c.note)}[/]")
 
 
 DEMO_QUERIES = (

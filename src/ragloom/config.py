@@ -85,9 +85,31 @@ class RetrievalSettings(_Section):
     rrf_k: int = Field(60, ge=1)
     candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
     lenses: tuple[str, ...] = DEFAULT_LENSES
+    chunks_per_lens: int = Field(8, ge=1, description="balanced mode")
     age_decay: bool = False
     age_decay_per_year: float = Field(0.1, ge=0, le=1)
     age_decay_floor: float = Field(0.7, ge=0, le=1)
+
+
+class GraphSettings(_Section):
+    enabled: bool = True
+    similarity_threshold: float = Field(0.80, gt=0, le=1)
+    max_similar: int = Field(32, ge=1, description="SIMILAR_TO edges kept per chunk, the most similar")
+    source_clique_bound: int = Field(16, ge=2, description="documents with more chunks keep SAME_SOURCE implicit")
+    lens_clique_bound: int = Field(50, ge=2, description="lenses with more chunks keep SAME_LENS implicit")
+    min_shared_terms: int = Field(2, ge=1)
+    max_postings: int = Field(200, ge=2, description="terms or periods in more chunks carry no signal")
+    key_terms: int = Field(10, ge=1, description="key terms kept per chunk")
+    domain_terms: tuple[str, ...] = (
+        "roadmap", "priority", "integration", "platform", "api", "customer", "revenue", "churn", "acquisition",
+        "catalog", "experience", "engineering", "architecture", "dependency", "milestone",
+    )
+    initial_limit: int = Field(20, ge=1)
+    hops: int = Field(1, ge=1, le=3)
+    final_limit: int = Field(50, ge=1)
+    mmr_lambda: float = Field(0.7, ge=0, le=1, description="relevance against diversity in the final ranking")
+    authority: tuple[str, ...] = ("your-voice", "business-framework", "team-structured", "team-conversational",
+                                  "engineering", "external-analyst")
 
 
 class SentenceSettings(_Section):
@@ -121,6 +143,7 @@ class Settings(_Section):
     ingest: IngestSettings = IngestSettings()
     sentences: SentenceSettings = SentenceSettings()
     entities: EntitySettings = EntitySettings()
+    graph: GraphSettings = GraphSettings()
 
     @model_validator(mode="after")
     def _check_chunking(self) -> Settings:
@@ -223,6 +246,7 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
         "sentences": settings.sentences.model_dump(),
         "entities": settings.entities.model_dump(exclude={"back_references"}),
+        "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
     }
     return json.loads(json.dumps(signature))  # the form it has once written to the workspace
 

@@ -29,7 +29,11 @@ from ragloom.errors import InvalidParameterError, LoadError, RagloomError, Works
 from ragloom.load import document_id, iter_files, load_document, validate_name
 from ragloom.parse.doctype import DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
+from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.enrich.backrefs import BackReference, back_references
+from ragloom.enrich.keyterms import extract_key_terms
+from ragloom.enrich.timeref import UNRESOLVED, extract_time_refs, time_labels
+from ragloom.graph import ContextGraph, GraphNode, build_edges, edge_rows, edges_from_rows, term_counts, update_edges
 from ragloom.retrieve import SearchRequest, get_mode
 from ragloom.retrieve.base import age_decay
 from ragloom.store.lance import LanceStore
@@ -64,6 +68,7 @@ class IngestReport:
     chunks_reused: int = 0
     sentences_written: int = 0
     mentions_written: int = 0
+    relationships: int = 0  # context-graph edges added or recomputed
     timings: dict[str, float] = field(default_factory=lambda: {"load": 0.0, "chunk": 0.0, "embed": 0.0, "store": 0.0})
     seconds: float = 0.0
 
@@ -258,6 +263,7 @@ class Engine:
         at = datetime.now(UTC)  # one moment for the whole run: its versions appear together
         progress.stage("Reading", len(files))
         pending: list[plan.Prepared] = []
+        changes = _GraphChanges()
         for path in files:
             t0 = time.perf_counter()
             try:
@@ -283,11 +289,15 @@ class Engine:
             finally:
                 progress.advance("Reading")
             if sum(p.size() for p in pending) >= self.settings.ingest.batch_chunks:
-                self._flush(pending, report, progress)
+                changes.add(self._flush(pending, report, progress))
                 pending = []
-        self._flush(pending, report, progress)
+        changes.add(self._flush(pending, report, progress))
         if sync:
-            report.deleted = self._sync(paths, files, lens, tenant, current, at)
+            report.deleted = self._sync(paths, files, lens, tenant, current, at, changes)
+        if changes and self.settings.graph.enabled:
+            t0 = time.perf_counter()
+            report.relationships = self._update_graph(tenant, changes)
+            report.timings["graph"] = time.perf_counter() - t0
         t0 = time.perf_counter()
         if report.added or report.updated or report.deleted:
             store.optimize()
@@ -313,10 +323,12 @@ class Engine:
             planned[kind] = plan.plan_track(kind, document.document_id, version, chunks, old, embed)
         return plan.Prepared(document, previous, at, version, planned, mentions)
 
-    def _flush(self, pending: Sequence[plan.Prepared], report: IngestReport, progress: Progress) -> None:
-        """Embed what needs embedding for ``pending`` documents, then write them in one go."""
+    def _flush(self, pending: Sequence[plan.Prepared], report: IngestReport, progress: Progress) -> _GraphChanges:
+        """Embed what needs embedding for ``pending`` documents, then write them in one go;
+        returns the chunks that changed, for the graph."""
+        changes = _GraphChanges()
         if not pending:
-            return
+            return changes
         t0 = time.perf_counter()
         jobs = [(p, track, i) for p in pending for track in p.tracks.values() for i in track.needs_vector()]
         reused = sum(len(t.vectors) for p in pending for t in p.tracks.values())
@@ -328,7 +340,7 @@ class Engine:
             except RagloomError as exc:
                 for p in pending:
                     report.failed.append((p.document.source_path, f"{p.document.source_path}: {exc}"))
-                return
+                return changes
             for (_, track, i), vector in zip(jobs, vectors, strict=True):
                 track.vectors[i] = vector
         report.timings["embed"] += time.perf_counter() - t0
@@ -352,6 +364,15 @@ class Engine:
         report.sentences_written += len(rows[plan.SENTENCES])
         report.mentions_written += len(rows["mentions"])
         report.timings["store"] += time.perf_counter() - t1
+        for prepared in pending:
+            track = prepared.tracks[plan.CHUNKS]
+            for i, p in enumerate(track.plans):
+                if not track.keep[i]:
+                    changes.changed.add(p.chunk.chunk_id)
+                    if p.previous is not None:
+                        changes.removed.append(p.previous)
+            changes.removed.extend(track.vanished)
+        return changes
 
     def _add_rows(self, prepared: plan.Prepared, rows: dict[str, list[dict[str, Any]]],
                   close: dict[str, list[str]]) -> None:
@@ -371,8 +392,15 @@ class Engine:
         qualities = plan.chunk_qualities(chunks, spans, sentence_vectors, prepared.mentions, entities,
                                          self._size_model(), self._overlap())
         embed_kind = self.settings.embedding.embed_text
+        names = {m.entity_id: m.canonical for m in prepared.mentions if m.type != "date"}
+        g = self.settings.graph
+        key_terms = [extract_key_terms(c.text, domain_terms=g.domain_terms, top_n=g.key_terms,
+                                       entities=dict.fromkeys(names[e] for e in ents if e in names))
+                     for c, ents in zip(chunks, entities, strict=True)]
+        time_refs = [time_labels(extract_time_refs(c.text, reference=doc.document_date)) for c in chunks]
         chunk_rows, chunk_closes = plan.track_rows(prepared, plan.CHUNKS, strategy=self._chunker.name,
-                                                   embed_kind=embed_kind, entities=entities, qualities=qualities)
+                                                   embed_kind=embed_kind, entities=entities, qualities=qualities,
+                                                   key_terms=key_terms, time_refs=time_refs)
         rows[plan.CHUNKS].extend(chunk_rows)
         close[plan.CHUNKS].extend(chunk_closes)
         if sentences is not None:
@@ -388,7 +416,7 @@ class Engine:
                 close["documents"].append(prepared.previous["version_id"])
 
     def _sync(self, paths: Sequence[str | Path], files: Sequence[Path], lens: str, tenant: str,
-              current: Mapping[str, Mapping[str, Any]], at: datetime) -> int:
+              current: Mapping[str, Mapping[str, Any]], at: datetime, changes: _GraphChanges) -> int:
         """Tombstone documents of ``lens`` under the folders in ``paths`` whose files are gone."""
         folders = [Path(p).resolve().as_posix().rstrip("/") + "/" for p in paths if Path(p).is_dir()]
         seen = {f.resolve().as_posix() for f in files}
@@ -396,12 +424,13 @@ class Engine:
                 if row["lens"] == lens and row["source_path"] not in seen
                 and any(row["source_path"].startswith(f) for f in folders) and not Path(row["source_path"]).exists()]
         for row in gone:
-            self._delete_document(row, at)
+            changes.removed.extend(self._delete_document(row, at))
         return len(gone)
 
-    def _delete_document(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None) -> None:
+    def _delete_document(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None) -> list[dict[str, Any]]:
         """Close every current row of a document and record tombstones (a new document version
-        unless ``version`` names an existing tombstone row, as when reindex replays one)."""
+        unless ``version`` names an existing tombstone row, as when reindex replays one);
+        returns the chunk rows it closed."""
         tenant, doc_id = row["tenant_id"], row["document_id"]
         tomb = version or plan.new_id()
         rows: dict[str, list[dict[str, Any]]] = {plan.CHUNKS: [], plan.SENTENCES: []}
@@ -419,6 +448,7 @@ class Engine:
         previous = row["previous_version_id"] if version is not None else row["version_id"]
         self.store.write(rows=rows, close=close, close_mentions_of=[previous] if previous else [], at=at,
                          dim=self.embedder.dim)
+        return [{**r, "change_type": "closed"} for r in rows[plan.CHUNKS]]
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -436,9 +466,9 @@ class Engine:
             lenses = [lenses]
         request = SearchRequest(
             text=text, store=self.store, embedder=self.embedder, tenant=tenant,
-            k=k or self.settings.retrieval.k, lenses=list(lenses) if lenses else None, as_of=as_of,
+            k=k, default_k=self.settings.retrieval.k, lenses=list(lenses) if lenses else None, as_of=as_of,
             candidates=self.settings.retrieval.candidates, rrf_k=self.settings.retrieval.rrf_k,
-            options={**options, "settings": self.settings},
+            options={**options, "settings": self.settings, "graph": lambda: self.graph(tenant=tenant)},
         )
         results = retriever(request) if text.strip() else []
         decay = self.settings.retrieval
@@ -447,6 +477,71 @@ class Engine:
                                 floor=decay.age_decay_floor)
         return QueryResult(text, mode, results, tenant, as_of, request.notes, self._warn(),
                            time.perf_counter() - started)
+
+    # -- the context graph ---------------------------------------------------------------------
+
+    def _graph_nodes(self, tenant: str) -> tuple[list[GraphNode], dict[str, dict[str, Any]]]:
+        rows = self.store.chunks(tenant, columns=["chunk_id", "document_id", "lens", "chunk_index", "key_terms",
+                                                  "time_refs", "vector"])
+        nodes = [_graph_node(r) for r in rows]
+        return nodes, {r["chunk_id"]: r for r in rows}
+
+    def build_graph(self, *, tenant: str | None = None) -> int:
+        """Rebuild the tenant's context graph from its current chunks; returns the edge count."""
+        tenant = self._tenant(tenant)
+        nodes, rows = self._graph_nodes(tenant)
+        edges = build_edges(nodes, self.settings.graph)
+        self.store.replace_edges(tenant, edge_rows(tenant, edges, rows, datetime.now(UTC)))
+        return len(edges)
+
+    def _update_graph(self, tenant: str, changes: _GraphChanges) -> int:
+        """Recompute the edges of the chunks that changed; a full build when most did."""
+        nodes, rows = self._graph_nodes(tenant)
+        if not self.store.has_edges(tenant) or len(changes.changed) > 0.3 * max(len(nodes), 1):
+            return self.build_graph(tenant=tenant)
+        removed = [_graph_node(r) for r in changes.removed]
+        previous = term_counts(nodes)
+        for node in nodes:
+            if node.chunk_id in changes.changed:
+                for term in set(node.key_terms):
+                    previous[f"key_terms:{term}"] -= 1
+                for period in set(node.periods):
+                    previous[f"periods:{period}"] -= 1
+        for term, count in term_counts(removed).items():
+            previous[term] = previous.get(term, 0) + count
+        update = update_edges(nodes, self.settings.graph, changed=changes.changed, removed=removed,
+                              previous_terms=previous)
+        self.store.update_edges(tenant, chunks=update.remove_touching, documents=update.remove_documents,
+                                lenses=update.remove_lenses, rows=edge_rows(tenant, update.add, rows, datetime.now(UTC)))
+        return len(update.add)
+
+    def graph(self, *, tenant: str | None = None) -> ContextGraph:
+        """The tenant's context graph as a networkx view (loaded from the workspace)."""
+        tenant = self._tenant(tenant)
+        rows = self.store.chunks(tenant, columns=["chunk_id", "document_id", "lens", "source_path", "chunk_index",
+                                                  "total_chunks", "token_count", "section_path", "text", "key_terms",
+                                                  "time_refs", "created_at"])
+        return ContextGraph.from_rows(rows, edges_from_rows(self.store.edges(tenant)), self.settings.graph)
+
+    def contradictions(self, *, topic: str | None = None, tenant: str | None = None, limit: int | None = 20,
+                       lenses: Sequence[str] | None = None) -> list[Contradiction]:
+        """Concrete conflicts between lenses: the whole workspace, or the chunks about ``topic``."""
+        tenant = self._tenant(tenant)
+        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms"]
+        if topic:
+            hits = self.query(topic, mode="hybrid", k=60, tenant=tenant, lenses=lenses)
+            chunks = self.store.chunks(tenant, chunk_ids=[h.chunk_id for h in hits], columns=columns)
+        else:
+            chunks = self.store.chunks(tenant, lenses=lenses, columns=columns)
+        documents = {c["document_id"] for c in chunks}
+        sentences = self.store.chunks(tenant, table="sentences", document_ids=documents, with_vectors=True,
+                                      columns=["document_id", "lens", "source_path", "section_path", "start_char",
+                                               "end_char", "text", "document_date", "vector"])
+        aliases = {m["text"].lower(): m["canonical"].lower()
+                   for m in self.store.mentions(tenant, document_ids=documents) if m["text"].lower() != m["canonical"].lower()}
+        claims = sentences_with_claims(sentences, chunks, generic=set(self.settings.graph.domain_terms), aliases=aliases)
+        return detect_contradictions(claims, authority=self.settings.graph.authority, limit=limit,
+                                     topic=topic.lower() if topic and len(topic.split()) <= 3 else None)
 
     # -- entities and quality -------------------------------------------------------------------
 
@@ -594,6 +689,9 @@ class Engine:
                     batch = []
             self._flush(batch, report, progress)
         report.added, report.updated = len(chains), 0
+        if self.settings.graph.enabled:
+            for tenant in sorted({t for t, _ in chains}):
+                report.relationships += self.build_graph(tenant=tenant)
         if store.has_chunks():
             store.optimize(force=True)
             self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
@@ -626,6 +724,27 @@ def parse_time(value: str) -> datetime:
             f"as_of {value!r} is not an ISO 8601 time; write it like 2026-03-01T00:00:00Z"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass
+class _GraphChanges:
+    """What an ingest changed: chunk ids added or edited, and the rows that stopped being current."""
+
+    changed: set[str] = field(default_factory=set)
+    removed: list[Mapping[str, Any]] = field(default_factory=list)
+
+    def add(self, other: _GraphChanges) -> None:
+        self.changed |= other.changed
+        self.removed.extend(other.removed)
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed)
+
+
+def _graph_node(row: Mapping[str, Any]) -> GraphNode:
+    periods = tuple(t for t in (row.get("time_refs") or ()) if not t.endswith(UNRESOLVED))
+    return GraphNode(row["chunk_id"], row["document_id"], row["lens"], int(row["chunk_index"]),
+                     tuple(row.get("key_terms") or ()), periods, row.get("vector"))
 
 
 def _row_vector(row: Mapping[str, Any] | None) -> np.ndarray:

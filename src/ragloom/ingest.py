@@ -145,7 +145,8 @@ def chunk_qualities(chunks: Sequence[Chunk], sentence_spans: Sequence[tuple[int,
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, previous: Mapping[str, Any] | None,
               summary: str, at: datetime, strategy: str, embed_kind: str, entities: Sequence[str] = (),
-              quality: ChunkQuality | None = None) -> dict[str, Any]:
+              quality: ChunkQuality | None = None, key_terms: Sequence[str] = (),
+              time_refs: Sequence[str] = ()) -> dict[str, Any]:
     issues = quality.issues if quality is not None else chunk.issues
     return {
         "tenant_id": doc.tenant,
@@ -180,8 +181,8 @@ def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, 
         "chunk_index_in_section": chunk.chunk_index_in_section,
         "strategy": chunk.strategy,
         "embedded_text": embed_kind,
-        "key_terms": [],
-        "time_refs": [],
+        "key_terms": list(key_terms),
+        "time_refs": list(time_refs),
         "entities": list(entities),
         "quality_score": quality.score if quality is not None else None,
         "quality_json": json.dumps(quality.to_dict() if quality is not None else
@@ -243,8 +244,9 @@ def mention_rows(doc: Document, version: str, mentions: Sequence[EntityMention],
 
 
 def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
-               entities: Sequence[Sequence[str]] | None = None,
-               qualities: Sequence[ChunkQuality] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+               entities: Sequence[Sequence[str]] | None = None, qualities: Sequence[ChunkQuality] | None = None,
+               key_terms: Sequence[Sequence[str]] | None = None,
+               time_refs: Sequence[Sequence[str]] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows to add, version ids to close) for one track of a prepared document."""
     track = prepared.tracks[kind]
     rows: list[dict[str, Any]] = []
@@ -259,6 +261,8 @@ def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
             summary=plan.summary, at=prepared.at, strategy=strategy, embed_kind=embed_kind,
             entities=entities[i] if entities is not None else (),
             quality=qualities[i] if qualities is not None else None,
+            key_terms=key_terms[i] if key_terms is not None else (),
+            time_refs=time_refs[i] if time_refs is not None else (),
         ))
     for old in track.vanished:
         closes.append(old["version_id"])

@@ -200,6 +200,9 @@ def _build(kind: str, m: re.Match[str], reference: date | None) -> TimeRef | Non
     return None  # pragma: no cover - every rule kind is handled above
 
 
-def period_keys(refs: list[TimeRef]) -> set[str]:
-    """The canonical periods of the resolved references (for grouping chunks by period)."""
-    return {r.canonical for r in refs if r.resolved}
+UNRESOLVED = " (unresolved)"
+
+
+def time_labels(refs: list[TimeRef]) -> list[str]:
+    """Distinct canonical periods in order of appearance; unresolved ones marked as such."""
+    return list(dict.fromkeys(r.canonical if r.resolved else r.canonical + UNRESOLVED for r in refs))

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,8 @@ class SearchRequest:
     store: LanceStore
     embedder: Embedder
     tenant: str
-    k: int = 5
+    k: int | None = None  # None: the mode's own default
+    default_k: int = 5
     lenses: Sequence[str] | None = None
     as_of: datetime | None = None
     candidates: int = 50
@@ -32,10 +32,22 @@ class SearchRequest:
     options: Mapping[str, Any] = field(default_factory=dict)
     #: Filled by the retriever: notes for the user (a lens with no chunks, for example).
     notes: list[str] = field(default_factory=list)
+    query_vector: np.ndarray | None = None
 
-    @cached_property
+    @property
     def vector(self) -> np.ndarray:
-        return self.embedder.embed_query(self.text)
+        """The query's embedding, computed once and carried by copies of the request."""
+        if self.query_vector is None:
+            self.query_vector = self.embedder.embed_query(self.text)
+        return self.query_vector
+
+    @property
+    def limit(self) -> int:
+        return self.k if self.k is not None else self.default_k
+
+    def narrowed(self, **changes: Any) -> SearchRequest:  # noqa: ANN401
+        """A copy for a sub-search that shares the query vector and reports notes to this one."""
+        return replace(self, **changes, notes=self.notes)
 
 
 Retriever = Callable[[SearchRequest], list[ScoredChunk]]

@@ -21,20 +21,20 @@ def _text_rows(req: SearchRequest, k: int) -> list[dict]:
 @mode("vector")
 def vector(req: SearchRequest) -> list[ScoredChunk]:
     """Cosine similarity of the query and chunk embeddings."""
-    return [to_scored(r, r["_score"], "vector") for r in _vector_rows(req, req.k)]
+    return [to_scored(r, r["_score"], "vector") for r in _vector_rows(req, req.limit)]
 
 
 @mode("bm25")
 def bm25(req: SearchRequest) -> list[ScoredChunk]:
     """BM25 over the indexed text (contextualised unless the index was built naked)."""
-    return [to_scored(r, r["_score"], "bm25") for r in _text_rows(req, req.k)]
+    return [to_scored(r, r["_score"], "bm25") for r in _text_rows(req, req.limit)]
 
 
 @mode("hybrid")
 def hybrid(req: SearchRequest) -> list[ScoredChunk]:
     """Reciprocal-rank fusion of ``vector`` and ``bm25``, each contributing ``candidates`` results."""
-    n = max(req.candidates, req.k)
+    n = max(req.candidates, req.limit)
     weights = req.options.get("fusion_weights")
     fused = reciprocal_rank_fusion({"vector": _vector_rows(req, n), "bm25": _text_rows(req, n)},
                                    k=req.rrf_k, weights=weights)
-    return [to_scored(row, score, "hybrid", scores={**parts, "rrf": score}) for row, score, parts in fused[: req.k]]
+    return [to_scored(row, score, "hybrid", scores={**parts, "rrf": score}) for row, score, parts in fused[: req.limit]]

@@ -122,8 +122,27 @@ MENTION_SCHEMA = pa.schema(
     ]
 )
 
+EDGE_SCHEMA = pa.schema(
+    [
+        pa.field("tenant_id", pa.string(), nullable=False),
+        pa.field("src", pa.string(), nullable=False),
+        pa.field("dst", pa.string(), nullable=False),
+        pa.field("type", pa.string(), nullable=False),
+        pa.field("weight", pa.float64()),
+        pa.field("attrs", pa.string()),
+        pa.field("created_at", TS),
+        pa.field("src_document", pa.string()),
+        pa.field("dst_document", pa.string()),
+        pa.field("src_lens", pa.string()),
+        pa.field("dst_lens", pa.string()),
+    ]
+)
+
 #: Tables whose rows belong to a document version (``doc_version_id``), written before it.
 DEPENDENT_TABLES = ("chunks", "sentences", "mentions")
+#: Edge types recomputed per chunk, per document and per lens on an incremental update.
+_PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP")
+_PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
 
 
 #: Chunk columns returned by searches (everything but the bulky ones).
@@ -330,15 +349,57 @@ class LanceStore:
                 table = self._table(name)
                 if table is not None:
                     table.delete(where)
+            edges = self._table("edges")
+            if edges is not None:
+                scope_edges = f"tenant_id = {sql_str(tenant)}"
+                if lens is not None:
+                    scope_edges += f" AND (src_lens = {sql_str(lens)} OR dst_lens = {sql_str(lens)})"
+                edges.delete(scope_edges)
         return removed
 
     def drop_derived(self) -> None:
         """Remove every table but documents (reindex rebuilds them from the documents table)."""
         with self._lock:
-            for name in DEPENDENT_TABLES:
+            for name in (*DEPENDENT_TABLES, "edges"):
                 if self._table(name) is not None:
                     self._db.drop_table(name)
                 self._tables.pop(name, None)
+
+    # -- the context graph's edges ---------------------------------------------------------------
+
+    def has_edges(self, tenant: str) -> bool:
+        table = self._table("edges")
+        return table is not None and table.count_rows(f"tenant_id = {sql_str(tenant)}") > 0
+
+    def edges(self, tenant: str) -> list[dict[str, Any]]:
+        return self._select(self._table("edges"), f"tenant_id = {sql_str(tenant)}")
+
+    def replace_edges(self, tenant: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """All of a tenant's edges, replaced (a full graph build)."""
+        with self._lock:
+            table = self._table("edges", EDGE_SCHEMA)
+            table.delete(f"tenant_id = {sql_str(tenant)}")
+            if rows:
+                table.add(pa.Table.from_pylist(list(rows), schema=EDGE_SCHEMA))
+
+    def update_edges(self, tenant: str, *, chunks: Iterable[str], documents: Iterable[str], lenses: Iterable[str],
+                     rows: Sequence[Mapping[str, Any]]) -> None:
+        """Drop the edges an incremental update recomputes, then add its new ones."""
+        chunks, documents, lenses = set(chunks), set(documents), set(lenses)
+        with self._lock:
+            table = self._table("edges", EDGE_SCHEMA)
+            parts = []
+            if chunks:
+                ids = sql_in("src", chunks) + " OR " + sql_in("dst", chunks)
+                parts.append(f"({sql_in('type', _PER_CHUNK)} AND ({ids}))")
+            if documents:
+                parts.append(f"({sql_in('type', _PER_DOCUMENT)} AND {sql_in('src_document', documents)})")
+            if lenses:
+                parts.append(f"(type = 'SAME_LENS' AND {sql_in('src_lens', lenses)})")
+            if parts:
+                table.delete(f"tenant_id = {sql_str(tenant)} AND ({' OR '.join(parts)})")
+            if rows:
+                table.add(pa.Table.from_pylist(list(rows), schema=EDGE_SCHEMA))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -353,6 +414,10 @@ class LanceStore:
         where = scope(tenant, as_of=as_of, extra=[f"document_id = {sql_str(document_id)}"])
         rows = self._select(self._documents(), where, None if with_text else _DOC_COLUMNS)
         return max(rows, key=lambda r: r["version_sequence"]) if rows else None
+
+    def lenses(self, tenant: str, *, as_of: datetime | None = None) -> set[str]:
+        """The lenses that have chunks for ``tenant`` (at ``as_of``)."""
+        return {r["lens"] for r in self._select(self._table("chunks"), scope(tenant, as_of=as_of), ["lens"])}
 
     def documents_any(self) -> bool:
         """Whether any tenant has a document row at all."""

@@ -1,0 +1,38 @@
+"""The context graph: six kinds of edge between chunks, built without all-pairs loops."""
+
+from ragloom.graph.build import (
+    EDGE_TYPES,
+    SAME_LENS,
+    SAME_SOURCE,
+    SEQUENTIAL,
+    SIMILAR_TO,
+    TEMPORAL_OVERLAP,
+    TOPIC_OVERLAP,
+    Edge,
+    GraphNode,
+    Update,
+    build_edges,
+    term_counts,
+    update_edges,
+)
+from ragloom.graph.view import ContextGraph, edge_rows, edges_from_rows, node_attributes
+
+__all__ = [
+    "EDGE_TYPES",
+    "SAME_LENS",
+    "SAME_SOURCE",
+    "SEQUENTIAL",
+    "SIMILAR_TO",
+    "TEMPORAL_OVERLAP",
+    "TOPIC_OVERLAP",
+    "ContextGraph",
+    "Edge",
+    "GraphNode",
+    "Update",
+    "build_edges",
+    "edge_rows",
+    "edges_from_rows",
+    "node_attributes",
+    "term_counts",
+    "update_edges",
+]

@@ -1,0 +1,36 @@
+"""``balanced``: the best chunks of every lens, so that no perspective drowns the others."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import zip_longest
+
+from ragloom.retrieve.base import SearchRequest, mode
+from ragloom.retrieve.basic import hybrid
+from ragloom.types import ScoredChunk
+
+
+def lens_order(req: SearchRequest) -> list[str]:
+    """The configured lenses in their order, then any other lens present, then requested ones."""
+    settings = req.options["settings"].retrieval
+    present = req.store.lenses(req.tenant, as_of=req.as_of)
+    order = list(settings.lenses) + sorted(present - set(settings.lenses))
+    if req.lenses is not None:
+        order = [lens for lens in order if lens in req.lenses] + [lens for lens in req.lenses if lens not in order]
+    missing = [lens for lens in order if lens not in present]
+    if missing:
+        req.notes.append("no chunks in lens " + ", ".join(repr(m) for m in missing))
+    return [lens for lens in order if lens in present]
+
+
+@mode("balanced")
+def balanced(req: SearchRequest) -> list[ScoredChunk]:
+    """Hybrid search within each lens (``chunks_per_lens`` each, default 8), interleaved by rank:
+    first every lens's best, then every lens's second best, so any prefix stays balanced.
+    A lens without chunks is reported in the notes, not silently skipped."""
+    per_lens = int(req.options.get("chunks_per_lens") or req.options["settings"].retrieval.chunks_per_lens)
+    _ = req.vector  # embed the query once for every lens
+    ranked = [hybrid(req.narrowed(lenses=[lens], k=per_lens)) for lens in lens_order(req)]
+    results = [r for row in zip_longest(*ranked) for r in row if r is not None]
+    results = [replace(r, retriever="balanced") for r in results]
+    return results[: req.k] if req.k is not None else results

@@ -1,0 +1,60 @@
+"""balanced and graph retrieval through the engine."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ragloom.embed import HashingEmbedder
+from ragloom.engine import Engine
+
+from .conftest import fast_settings
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
+    engine = Engine(tmp_path_factory.mktemp("modes") / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
+        engine.ingest(lens, lens=lens.name)
+    return engine
+
+
+def test_balanced_returns_every_lens(loaded: Engine, materials: Path) -> None:
+    lenses = {p.name for p in materials.iterdir() if p.is_dir()}
+    result = loaded.query("roadmap priorities and timeline", mode="balanced")
+    counts = Counter(r.lens for r in result)
+    assert set(counts) == lenses
+    assert all(n <= 8 for n in counts.values())
+    first_round = [r.lens for r in result.results[: len(lenses)]]
+    assert set(first_round) == lenses  # interleaved: every prefix is balanced
+    assert all(r.retriever == "balanced" for r in result)
+
+
+def test_balanced_reports_a_lens_without_chunks(tmp_path: Path, materials: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(materials / "engineering", lens="engineering")
+    result = engine.query("catalog", mode="balanced", k=4)
+    assert {r.lens for r in result} == {"engineering"} and len(result) == 4
+    assert any("your-voice" in note and "no chunks" in note for note in result.notes)
+
+
+def test_graph_mode_says_how_expanded_results_came_in(loaded: Engine) -> None:
+    result = loaded.query("When will the QuickBooks catalog integration ship?", mode="graph", k=30)
+    assert 0 < len(result) <= 30
+    expanded = [r for r in result if r.via]
+    assert expanded, "graph expansion added nothing"
+    ids = {r.chunk_id for r in result}
+    for r in expanded:
+        assert r.via["edge"] in {"SIMILAR_TO", "SAME_SOURCE", "SAME_LENS", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP",
+                                 "SEQUENTIAL"}
+        assert r.via["hops"] == 1 and r.via["seed"]
+    assert len(ids) == len(result)  # no duplicates
+    diverse = Counter(r.lens for r in result.results[:12])
+    assert len(diverse) >= 4  # the final ranking spreads over lenses
+
+
+def test_graph_mode_respects_lens_filter(loaded: Engine) -> None:
+    result = loaded.query("catalog integration", mode="graph", lenses=["engineering"], k=20)
+    assert result.results and {r.lens for r in result} == {"engineering"}
