@@ -31,6 +31,7 @@ import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,9 @@ EDGE_TYPES = (SIMILAR_TO, SAME_SOURCE, SAME_LENS, TOPIC_OVERLAP, TEMPORAL_OVERLA
 FIXED_WEIGHTS = {SAME_SOURCE: 1.0, SAME_LENS: 0.5, TEMPORAL_OVERLAP: 1.0, SEQUENTIAL: 1.0}
 #: Up to this many chunks, similar pairs come from an exact blocked search.
 EXACT_LIMIT = 5000
-CELL_SIZE = 1000
+CELL_SIZE = 200
 PROBES = 3
+PROJECTION = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,83 +89,141 @@ def _matrix(nodes: Sequence[GraphNode]) -> np.ndarray:
     return matrix / norms
 
 
-def _exact_pairs(matrix: np.ndarray, queries: np.ndarray, threshold: float) -> Iterable[tuple[int, int, float]]:
-    for lo in range(0, len(queries), 1024):
-        block = queries[lo : lo + 1024]
-        sims = matrix[block] @ matrix.T
-        rows, cols = np.nonzero(sims > threshold)
-        for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
-            i = int(block[r])
-            if i != c:
-                yield i, c, float(sims[r, c])
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (i, j, similarity), as arrays
+
+
+def _join(parts: list[Pairs]) -> Pairs:
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, np.zeros(0, dtype=np.float32)
+    return tuple(np.concatenate(column) for column in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _above(sims: np.ndarray, rows_of: np.ndarray, cols_of: np.ndarray, threshold: float) -> Pairs:
+    rows, cols = np.nonzero(sims > threshold)
+    i, j = rows_of[rows], cols_of[cols]
+    keep = i != j
+    return i[keep], j[keep], sims[rows[keep], cols[keep]]
+
+
+def _exact_pairs(matrix: np.ndarray, queries: np.ndarray, threshold: float) -> Pairs:
+    everything = np.arange(len(matrix))
+    return _join([_above(matrix[block] @ matrix.T, block, everything, threshold)
+                  for block in (queries[lo : lo + 1024] for lo in range(0, len(queries), 1024))])
+
+
+def _kmeans(points: np.ndarray, k: int, rng: np.random.Generator, iterations: int = 6) -> np.ndarray:
+    """Spherical k-means centroids of ``points`` (unit vectors)."""
+    centroids = points[rng.choice(len(points), size=k, replace=False)].copy()
+    for _ in range(iterations):
+        assign = np.argmax(points @ centroids.T, axis=1)
+        sums = np.zeros_like(centroids)
+        np.add.at(sums, assign, points)
+        filled = np.bincount(assign, minlength=k) > 0
+        centroids[filled] = sums[filled] / np.linalg.norm(sums[filled], axis=1, keepdims=True).clip(1e-12)
+    return centroids
+
+
+def _top(sims: np.ndarray, count: int) -> np.ndarray:
+    """Column numbers of the ``count`` largest values of each row, largest first."""
+    count = min(count, sims.shape[1])
+    top = np.argpartition(-sims, count - 1, axis=1)[:, :count]
+    order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1)
+    return np.take_along_axis(top, order, axis=1)
 
 
 def _cells(matrix: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Spherical k-means cells of about ``CELL_SIZE`` vectors: (centroids, cell of each vector)."""
+    """Spherical k-means cells of about ``CELL_SIZE`` vectors, and the ``PROBES`` nearest cells
+    of every vector (nearest first).
+
+    Assigning vectors to cells compares each with every centroid, a cost that grows with the
+    square of the corpus; a random projection to 64 dimensions keeps it small up to a few
+    hundred thousand chunks. The comparisons within cells grow linearly.
+    """
     rng = np.random.default_rng(seed)
     k = max(2, len(matrix) // CELL_SIZE)
-    sample = matrix[rng.choice(len(matrix), size=min(len(matrix), 50 * k), replace=False)]
-    centroids = sample[rng.choice(len(sample), size=k, replace=False)].copy()
-    for _ in range(8):
-        assign = np.argmax(sample @ centroids.T, axis=1)
-        for c in range(k):
-            members = sample[assign == c]
-            if len(members):
-                mean = members.sum(axis=0)
-                centroids[c] = mean / (np.linalg.norm(mean) or 1)
-    cells = np.concatenate([np.argmax(matrix[lo : lo + 8192] @ centroids.T, axis=1)
-                            for lo in range(0, len(matrix), 8192)])
-    return centroids, cells
-
-
-def _ivf_pairs(matrix: np.ndarray, threshold: float) -> Iterable[tuple[int, int, float]]:
-    """Pairs above ``threshold``: every vector is compared with the members of its three
-    nearest cells only, so the work grows linearly with the number of vectors."""
-    centroids, cells = _cells(matrix)
-    members = [np.nonzero(cells == c)[0] for c in range(len(centroids))]
-    probes = np.concatenate([np.argsort(-(matrix[lo : lo + 8192] @ centroids.T), axis=1)[:, :PROBES]
+    # Eight sample points per centroid place coarse cells well enough; more only costs time.
+    sample = matrix[rng.choice(len(matrix), size=min(len(matrix), max(2000, 8 * k)), replace=False)]
+    centroids = _kmeans(sample, k, rng, iterations=4)
+    # Cells are coarse: nearest cells found in a random 64-dimensional projection are nearly
+    # always the nearest ones, at a sixth of the cost of comparing full vectors.
+    if matrix.shape[1] > 2 * PROJECTION:
+        projection = rng.normal(size=(matrix.shape[1], PROJECTION)).astype(np.float32)
+        matrix, centroids_seen = matrix @ projection, centroids @ projection
+    else:
+        centroids_seen = centroids
+    probes = np.concatenate([_top(matrix[lo : lo + 8192] @ centroids_seen.T, PROBES)
                              for lo in range(0, len(matrix), 8192)])
-    for c, inside in enumerate(members):
-        if not len(inside):
+    return centroids, probes
+
+
+def _by_cell(cells: np.ndarray, k: int) -> list[np.ndarray]:
+    """For each cell, the row numbers whose ``cells`` value is that cell (one sort, no scans)."""
+    rows = np.repeat(np.arange(cells.shape[0]), cells.shape[1]) if cells.ndim == 2 else np.arange(len(cells))
+    flat = cells.ravel()
+    order = np.argsort(flat, kind="stable")
+    bounds = np.searchsorted(flat[order], np.arange(k + 1))
+    return [rows[order[bounds[c] : bounds[c + 1]]] for c in range(k)]
+
+
+def _ivf_pairs(matrix: np.ndarray, threshold: float) -> Pairs:
+    """Pairs above ``threshold``: every vector is compared with the members of its nearest
+    ``PROBES`` cells only, so the comparisons grow linearly with the number of vectors."""
+    centroids, probes = _cells(matrix)
+    # Rows sorted by cell make each cell's members one contiguous slice: no gathering copies.
+    order = np.argsort(probes[:, 0], kind="stable")
+    ordered = matrix[order]
+    bounds = np.searchsorted(probes[order, 0], np.arange(len(centroids) + 1))
+    queries = _by_cell(probes, len(centroids))  # each vector is compared with each probed cell
+    parts = []
+    for c in range(len(centroids)):
+        lo_c, hi_c = bounds[c], bounds[c + 1]
+        if hi_c == lo_c:
             continue
-        queries = np.nonzero((probes == c).any(axis=1))[0]
-        for lo in range(0, len(queries), 2048):
-            block = queries[lo : lo + 2048]
-            sims = matrix[block] @ matrix[inside].T
-            rows, cols = np.nonzero(sims > threshold)
-            for r, col in zip(rows.tolist(), cols.tolist(), strict=True):
-                i, j = int(block[r]), int(inside[col])
-                if i != j:
-                    yield i, j, float(sims[r, col])
+        members, inside = ordered[lo_c:hi_c], order[lo_c:hi_c]
+        for lo in range(0, len(queries[c]), 2048):
+            block = queries[c][lo : lo + 2048]
+            parts.append(_above(matrix[block] @ members.T, block, inside, threshold))
+    return _join(parts)
 
 
 def similar_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: set[int] | None = None) -> list[Edge]:
     """``SIMILAR_TO`` edges; with ``only``, just those touching the chunks at those positions.
 
     Each chunk keeps its ``max_similar`` most similar neighbours; a pair is an edge when either
-    end keeps it.
+    end keeps it. Everything after the search is vectorised: the search can return hundreds
+    of thousands of pairs on repetitive text.
     """
-    if len(nodes) < 2:
+    n = len(nodes)
+    if n < 2:
         return []
     matrix = _matrix(nodes)
+    threshold = settings.similarity_threshold
     if only is not None:
-        pairs = _exact_pairs(matrix, np.asarray(sorted(only), dtype=np.int64), settings.similarity_threshold)
-    elif len(nodes) <= EXACT_LIMIT:
-        pairs = _exact_pairs(matrix, np.arange(len(nodes)), settings.similarity_threshold)
+        i, j, sim = _exact_pairs(matrix, np.asarray(sorted(only), dtype=np.int64), threshold)
+    elif n <= EXACT_LIMIT:
+        i, j, sim = _exact_pairs(matrix, np.arange(n), threshold)
     else:
-        pairs = _ivf_pairs(matrix, settings.similarity_threshold)
-    best: dict[int, dict[int, float]] = defaultdict(dict)
-    for i, j, sim in pairs:
-        best[i][j] = sim
-        best[j][i] = sim
-    kept: dict[tuple[int, int], float] = {}
-    for i, neighbours in best.items():
-        if only is not None and i not in only:
-            continue
-        top = sorted(neighbours.items(), key=lambda kv: -kv[1])[: settings.max_similar]
-        for j, sim in top:
-            kept[(min(i, j), max(i, j))] = sim
-    return [_edge(nodes[i].chunk_id, nodes[j].chunk_id, SIMILAR_TO, round(sim, 6)) for (i, j), sim in kept.items()]
+        i, j, sim = _ivf_pairs(matrix, threshold)
+    # Both directions of every pair, once each: (node, neighbour, similarity).
+    low, high = np.minimum(i, j), np.maximum(i, j)
+    codes, first = np.unique(low * n + high, return_index=True)
+    low, high, sim = codes // n, codes % n, sim[first]
+    node = np.concatenate([low, high])
+    other = np.concatenate([high, low])
+    both = np.concatenate([sim, sim])
+    if only is not None:
+        chosen = np.isin(node, np.fromiter(only, dtype=np.int64))
+        node, other, both = node[chosen], other[chosen], both[chosen]
+    # Rank each node's neighbours by similarity and keep the first max_similar.
+    order = np.lexsort((other, -both, node))
+    node, other, both = node[order], other[order], both[order]
+    starts = np.searchsorted(node, node, side="left")
+    kept = (np.arange(len(node)) - starts) < settings.max_similar
+    a, b, s = node[kept], other[kept], both[kept]
+    codes, first = np.unique(np.minimum(a, b) * n + np.maximum(a, b), return_index=True)
+    return [_edge(nodes[c // n].chunk_id, nodes[c % n].chunk_id, SIMILAR_TO, round(float(s[f]), 6))
+            for c, f in zip(codes.tolist(), first.tolist(), strict=True)]
 
 
 # -- groups and inverted indexes --------------------------------------------------------------------
@@ -201,36 +261,56 @@ def postings(nodes: Sequence[GraphNode], attribute: str) -> dict[str, list[int]]
     return index
 
 
+@lru_cache(maxsize=512)
+def _upper_pairs(m: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(m, k=1)
+
+
+def _shared_counts(lists: Mapping[str, list[int]], n: int, cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(pair codes ``i * n + j`` with i < j, how many terms each pair shares), over the terms
+    with 2 to ``cap`` postings: one vectorised count instead of a dictionary per pair."""
+    codes = []
+    for members in lists.values():
+        if 2 <= len(members) <= cap:
+            rows, cols = _upper_pairs(len(members))
+            ids = np.asarray(members, dtype=np.int64)  # ascending: postings are built in node order
+            codes.append(ids[rows] * n + ids[cols])
+    if not codes:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.unique(np.concatenate(codes), return_counts=True)
+
+
 def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: set[int] | None = None,
                   index: Mapping[str, Mapping[str, list[int]]] | None = None) -> list[Edge]:
     """``TOPIC_OVERLAP`` (shared key terms) and ``TEMPORAL_OVERLAP`` (shared periods) edges.
 
     Pairs are enumerated inside each term's postings list; a term found in more than
-    ``max_postings`` chunks links too much to mean anything and is skipped.
+    ``max_postings`` chunks links too much to mean anything and is skipped. With ``only``, just
+    the pairs touching those positions.
     """
     edges: list[Edge] = []
+    cap = settings.max_postings
     for attribute, kind, minimum in (("key_terms", TOPIC_OVERLAP, settings.min_shared_terms),
                                      ("periods", TEMPORAL_OVERLAP, 1)):
         lists = index[attribute] if index is not None else postings(nodes, attribute)
-        shared: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for term, members in lists.items():
-            if len(members) < 2 or len(members) > settings.max_postings:
-                continue
-            if only is None:
-                for i, j in itertools.combinations(members, 2):
-                    shared[(i, j) if i < j else (j, i)].append(term)
-            else:
-                touched = [m for m in members if m in only]
-                for i in touched:
+        usable = {term for term, members in lists.items() if 2 <= len(members) <= cap}
+        if only is None:
+            codes, counts = _shared_counts(lists, len(nodes), cap)
+            pairs = [divmod(int(code), len(nodes)) for code in codes[counts >= minimum]]
+        else:
+            found: dict[tuple[int, int], int] = defaultdict(int)
+            for term in usable:
+                members = lists[term]
+                for i in (m for m in members if m in only):
                     for j in members:
                         if i != j and not (j in only and j < i):  # each pair once
-                            shared[(min(i, j), max(i, j))].append(term)
-        for (i, j), terms in shared.items():
-            if len(terms) >= minimum:
-                terms = sorted(terms)
-                weight = float(len(terms)) if kind == TOPIC_OVERLAP else 1.0
-                attr = {"shared_terms": terms} if kind == TOPIC_OVERLAP else {"shared_periods": terms}
-                edges.append(_edge(nodes[i].chunk_id, nodes[j].chunk_id, kind, weight, **attr))
+                            found[(min(i, j), max(i, j))] += 1
+            pairs = [pair for pair, count in found.items() if count >= minimum]
+        for i, j in pairs:
+            terms = sorted(set(getattr(nodes[i], attribute)) & set(getattr(nodes[j], attribute)) & usable)
+            weight = float(len(terms)) if kind == TOPIC_OVERLAP else 1.0
+            attr = {"shared_terms": terms} if kind == TOPIC_OVERLAP else {"shared_periods": terms}
+            edges.append(_edge(nodes[i].chunk_id, nodes[j].chunk_id, kind, weight, **attr))
     return edges
 
 
