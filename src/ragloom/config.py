@@ -112,8 +112,43 @@ class GraphSettings(_Section):
                                   "engineering", "external-analyst")
 
 
+class ContextSettings(_Section):
+    """Seed 004's ``context_optimization`` settings."""
+
+    enabled: bool = True
+    max_tokens: int = Field(4000, ge=1)
+    reserve_tokens: int = Field(500, ge=0, description="kept free for the prompt and the answer")
+    min_relevance: float = Field(0.3, ge=0, le=1, description="on scores normalised per query to [0, 1]")
+    similarity_threshold: float = Field(0.7, ge=0, le=1, description="combined redundancy above which chunks are duplicates")
+    content_weight: float = Field(0.7, ge=0, le=1)
+    entity_weight: float = Field(0.3, ge=0, le=1)
+    strong_overlap: float = Field(0.5, ge=0, le=1)
+    moderate_overlap: float = Field(0.2, ge=0, le=1)
+    relationship_weight: float = Field(0.2, ge=0)
+    query_overlap_weight: float = Field(0.3, ge=0)
+    recency_weight: float = Field(0.1, ge=0)
+    trim_to_sentences: bool = True
+    organize: str = Field("auto", description="relevance, temporal, topical, hierarchical, edges or auto")
+    candidates: int = Field(20, ge=1, description="retrieved chunks the optimiser chooses from")
+
+    @model_validator(mode="after")
+    def _check(self) -> ContextSettings:
+        if self.reserve_tokens >= self.max_tokens:
+            raise ValueError(f"context_optimization.reserve_tokens ({self.reserve_tokens}) must be smaller than "
+                             f"context_optimization.max_tokens ({self.max_tokens})")
+        return self
+
+
 class SentenceSettings(_Section):
     enabled: bool = True
+    window: int = Field(3, ge=0, description="window mode: sentences added on each side")
+    threshold: float = Field(0.75, ge=-1, le=1, description="dynamic mode: neighbour similarity to keep growing")
+    max_expand: int = Field(5, ge=0, description="dynamic mode: sentences added per side at most")
+    cross_sections: bool = False
+    query_floor: float | None = Field(None, description="query-guided mode: neighbours must stay this similar to the query")
+    adaptive: bool = False
+    adaptive_quantile: float = Field(0.5, gt=0, lt=1, description="adaptive threshold: quantile of adjacent similarities")
+    top_k: int = Field(10, ge=1, description="sentences retrieved before expansion")
 
 
 class EntitySettings(_Section):
@@ -144,6 +179,7 @@ class Settings(_Section):
     sentences: SentenceSettings = SentenceSettings()
     entities: EntitySettings = EntitySettings()
     graph: GraphSettings = GraphSettings()
+    context_optimization: ContextSettings = ContextSettings()
 
     @model_validator(mode="after")
     def _check_chunking(self) -> Settings:
