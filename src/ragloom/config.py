@@ -280,7 +280,7 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "prefix": settings.prefix.model_dump(),
         "doc_types": settings.doc_types.model_dump(),
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
-        "sentences": settings.sentences.model_dump(),
+        "sentences": settings.sentences.model_dump(include={"enabled"}),
         "entities": settings.entities.model_dump(exclude={"back_references"}),
         "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
     }

@@ -140,6 +140,8 @@ class ScoredChunk:
     key_terms: tuple[str, ...] = ()
     time_refs: tuple[str, ...] = ()
     entities: tuple[str, ...] = ()
+    #: For sentence-window results: the (start, end) of every sentence in the span.
+    sentences: tuple[tuple[int, int], ...] = ()
     vector: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -163,7 +165,7 @@ class ScoredChunk:
             if isinstance(value, datetime | date):
                 value = value.isoformat()
             elif isinstance(value, tuple):
-                value = list(value)
+                value = [list(v) if isinstance(v, tuple) else v for v in value]
             elif isinstance(value, Mapping):
                 value = dict(value)
             out[name] = value

@@ -194,6 +194,9 @@ class LanceStore:
     def has_chunks(self) -> bool:
         return self._table("chunks") is not None
 
+    def has_table(self, name: str) -> bool:
+        return self._table(name) is not None
+
     @property
     def dim(self) -> int | None:
         table = self._table("chunks")

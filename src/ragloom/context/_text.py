@@ -1,0 +1,107 @@
+"""Small text and date helpers shared by the optimiser's steps."""
+
+from __future__ import annotations
+
+import calendar
+import re
+from datetime import date
+from functools import lru_cache
+
+from ragloom.types import ScoredChunk
+
+_WORD = re.compile(r"\w+")
+
+#: Function words that say nothing about what a query asks for. Months, quarters and other
+#: words that carry meaning in a query ("what shipped in March") are deliberately absent.
+STOP_WORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before being
+below between both but by can could did do does doing don't down during each either else etc ever every
+few for from further had has have having he her here hers herself him himself his how i if in into is it
+its itself just let me more most my myself neither no nor not now of off on once only or other our ours
+ourselves out over own per please same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up upon us very via was we were
+what when where whether which while who whom whose why will with within without would yet you your yours
+yourself yourselves tell show give get find list describe explain summarise summarize
+""".split())
+
+
+@lru_cache(maxsize=8192)
+def words(text: str) -> tuple[str, ...]:
+    """Lower-cased word tokens; cached because dedup and prioritising both read them."""
+    return tuple(_WORD.findall(text.lower()))
+
+
+@lru_cache(maxsize=8192)
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(words(text))
+
+
+def content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in words(text) if w not in STOP_WORDS)
+
+
+_QUARTER = re.compile(r"^Q([1-4]) (\d{4})$")
+_HALF = re.compile(r"^H([12]) (\d{4})$")
+_YEAR = re.compile(r"^(\d{4})$")
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+@lru_cache(maxsize=4096)
+def period_bounds(canonical: str) -> tuple[date, date] | None:
+    """First and last day of a canonical period (``Q2 2025``, ``H1 2025``, ``2025``,
+    ``2025-03``, ``2025-03-04``); None for unresolved or unknown ones."""
+    text = canonical.strip()
+    if not text or text.endswith("(unresolved)"):
+        return None
+    try:
+        if m := _DAY.match(text):
+            day = date(int(m[1]), int(m[2]), int(m[3]))
+            return day, day
+        if m := _MONTH.match(text):
+            y, mo = int(m[1]), int(m[2])
+            return date(y, mo, 1), date(y, mo, calendar.monthrange(y, mo)[1])
+        if m := _QUARTER.match(text):
+            q, y = int(m[1]), int(m[2])
+            return date(y, 3 * q - 2, 1), date(y, 3 * q, calendar.monthrange(y, 3 * q)[1])
+        if m := _HALF.match(text):
+            h, y = int(m[1]), int(m[2])
+            return (date(y, 1, 1), date(y, 6, 30)) if h == 1 else (date(y, 7, 1), date(y, 12, 31))
+        if m := _YEAR.match(text):
+            y = int(m[1])
+            return date(y, 1, 1), date(y, 12, 31)
+    except ValueError:  # a month 13 or a 31st of February is no period
+        return None
+    return None
+
+
+def resolved_periods(chunk: ScoredChunk) -> tuple[str, ...]:
+    """The chunk's time references that name a real period, in order, without repeats."""
+    return tuple(dict.fromkeys(t for t in chunk.time_refs if period_bounds(t) is not None))
+
+
+def content_date(chunk: ScoredChunk) -> date | None:
+    """When the chunk speaks of: the document's date, else its earliest resolved period.
+
+    ``as_of`` is left out on purpose: it is when the chunk was ingested, which every stored
+    chunk has, so counting it would make every context look dated.
+    """
+    if chunk.document_date is not None:
+        return chunk.document_date
+    starts = [b[0] for t in chunk.time_refs if (b := period_bounds(t)) is not None]
+    return min(starts) if starts else None
+
+
+def order_date(chunk: ScoredChunk) -> date | None:
+    """The date the temporal order sorts by: :func:`content_date`, else the ingest date."""
+    found = content_date(chunk)
+    if found is None and chunk.as_of is not None:
+        return chunk.as_of.date()
+    return found
+
+
+def recency_date(chunk: ScoredChunk) -> date | None:
+    """How new the source is: its document date, else when it was ingested."""
+    if chunk.document_date is not None:
+        return chunk.document_date
+    return chunk.as_of.date() if chunk.as_of is not None else None

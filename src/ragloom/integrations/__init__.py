@@ -1,0 +1,1 @@
+"""Adapters for other RAG frameworks (each behind its own extra)."""

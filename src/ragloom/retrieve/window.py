@@ -1,0 +1,258 @@
+"""Sentence-level retrieval: the fixed sentence window and the dynamic semantic window.
+
+Both start from the best sentences of the sentence index (vector search) and grow each into
+a span of neighbouring sentences of the same document:
+
+``window``
+    a fixed number of sentences on each side (LlamaIndex's sentence window).
+``dynamic``
+    left and right while the cosine similarity of the current edge sentence and its neighbour
+    is at least ``threshold``, at most ``max_expand`` per side, never across a document and, by
+    default, never across a section. Options: a *query floor* (a neighbour must also stay that
+    similar to the query) and an *adaptive threshold* (per document, a quantile of the
+    similarities of its adjacent sentences).
+
+Spans of one document that overlap or touch are merged into one, keeping the best score, so
+no sentence is sent twice. Every result is one contiguous span with exact offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ragloom.retrieve.base import SearchRequest, mode, to_scored
+from ragloom.types import ScoredChunk
+
+
+@dataclass(frozen=True, slots=True)
+class Sentences:
+    """Sentences of one document in order: positions, offsets, sections and unit vectors.
+
+    They may be only windows of the document (around the hits); ``positions`` tells where the
+    gaps are, and a gap is a boundary like the document's own ends.
+    """
+
+    document_id: str
+    positions: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    sections: np.ndarray
+    vectors: np.ndarray  # (n, dim), L2-normalised
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def next_to(self, i: int, j: int) -> bool:
+        return 0 <= j < len(self) and abs(int(self.positions[j]) - int(self.positions[i])) == 1
+
+    def adjacent(self) -> np.ndarray:
+        """Cosine similarity of each sentence with the next one (where they are neighbours)."""
+        if len(self) < 2:
+            return np.zeros(0)
+        sims = np.sum(self.vectors[:-1] * self.vectors[1:], axis=1)
+        return sims[np.diff(self.positions) == 1]
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """How to grow a seed sentence into a span."""
+
+    threshold: float = 0.75
+    max_expand: int = 5
+    cross_sections: bool = False
+    query_floor: float | None = None
+    adaptive_quantile: float | None = None  # None: fixed threshold
+    fixed: int | None = None  # a fixed window of this many sentences per side instead
+
+    def threshold_for(self, doc: Sentences) -> float:
+        if self.adaptive_quantile is None or len(doc) < 3:
+            return self.threshold
+        return float(np.quantile(doc.adjacent(), self.adaptive_quantile))
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    document_id: str
+    first: int  # indexes into the document's Sentences, inclusive
+    last: int
+    score: float
+    seed: int
+
+    def merge(self, other: Span) -> Span:
+        best = self if self.score >= other.score else other
+        return Span(self.document_id, min(self.first, other.first), max(self.last, other.last), best.score, best.seed)
+
+
+def grow(doc: Sentences, seed: int, score: float, rule: Expansion, query: np.ndarray | None = None,
+         threshold: float | None = None) -> Span:
+    """The span one seed sentence grows into under ``rule``."""
+    limit = rule.threshold_for(doc) if threshold is None else threshold
+    bounds = []
+    for step in (-1, 1):
+        edge = seed
+        for _ in range(rule.fixed if rule.fixed is not None else rule.max_expand):
+            nxt = edge + step
+            if not doc.next_to(edge, nxt):
+                break  # a document boundary
+            if not rule.cross_sections and doc.sections[nxt] != doc.sections[seed]:
+                break
+            if rule.fixed is not None:
+                edge = nxt
+                continue
+            if not rule.cross_sections and doc.sections[nxt] != doc.sections[seed]:
+                break
+            if float(doc.vectors[edge] @ doc.vectors[nxt]) < limit:
+                break
+            if rule.query_floor is not None and query is not None and float(query @ doc.vectors[nxt]) < rule.query_floor:
+                break
+            edge = nxt
+        bounds.append(edge)
+    return Span(doc.document_id, bounds[0], bounds[1], score, seed)
+
+
+def merge_spans(spans: Sequence[Span], documents: Mapping[str, Sentences]) -> list[Span]:
+    """Spans of one document that overlap or touch become one (the best score stays)."""
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.document_id, s.first)):
+        last = merged[-1] if merged else None
+        if last is not None and last.document_id == span.document_id and (
+                span.first <= last.last or documents[span.document_id].next_to(last.last, span.first)):
+            merged[-1] = last.merge(span)
+        else:
+            merged.append(span)
+    return sorted(merged, key=lambda s: -s.score)
+
+
+def expand(seeds: Sequence[tuple[str, int, float]], documents: Mapping[str, Sentences], rule: Expansion,
+           query: np.ndarray | None = None, *, merge: bool = True) -> list[Span]:
+    """Grow every (document id, position, score) seed and merge what overlaps."""
+    thresholds: dict[str, float] = {}
+    spans = []
+    for doc_id, position, score in seeds:
+        doc = documents[doc_id]
+        if doc_id not in thresholds:
+            thresholds[doc_id] = rule.threshold_for(doc)
+        spans.append(grow(doc, position, score, rule, query, thresholds[doc_id]))
+    return merge_spans(spans, documents) if merge else sorted(spans, key=lambda s: -s.score)
+
+
+# -- the retrieval modes ----------------------------------------------------------------------------
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    v = np.asarray(v, dtype=np.float32)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion) -> dict[str, Sentences]:
+    """The sentences each expansion may need: a window around every hit, or whole documents
+    when the threshold is adaptive (it looks at every adjacent pair)."""
+    reach = rule.fixed if rule.fixed is not None else rule.max_expand
+    by_doc: dict[str, list[int]] = {}
+    for h in hits:
+        by_doc.setdefault(h["document_id"], []).append(int(h["chunk_index"]))
+    clauses = []
+    for doc, positions in by_doc.items():
+        if rule.adaptive_quantile is not None:
+            clauses.append(f"document_id = {_lit(doc)}")
+        else:
+            ranges = " OR ".join(f"(chunk_index BETWEEN {p - reach} AND {p + reach})" for p in positions)
+            clauses.append(f"(document_id = {_lit(doc)} AND ({ranges}))")
+    rows = req.store.chunks(req.tenant, table="sentences", as_of=req.as_of, with_vectors=True,
+                            columns=["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"],
+                            where=["(" + " OR ".join(clauses) + ")"]) if clauses else []
+    grouped: dict[str, list[Mapping]] = {}
+    for r in rows:
+        grouped.setdefault(r["document_id"], []).append(r)
+    documents = {}
+    for doc, rs in grouped.items():
+        rs.sort(key=lambda r: r["chunk_index"])
+        documents[doc] = Sentences(
+            doc, np.array([r["chunk_index"] for r in rs]),
+            np.array([r["start_char"] for r in rs]), np.array([r["end_char"] for r in rs]),
+            np.array([r["section_index"] for r in rs]),
+            np.stack([_unit(r["vector"]) for r in rs]),
+        )
+    return documents
+
+
+def _lit(value: str) -> str:
+    from ragloom.store.filters import sql_str
+
+    return sql_str(value)
+
+
+def rule_from(req: SearchRequest, *, fixed: bool) -> Expansion:
+    s = req.options["settings"].sentences
+    o = req.options
+    return Expansion(
+        threshold=float(o.get("threshold", s.threshold)),
+        max_expand=int(o.get("max_expand", s.max_expand)),
+        cross_sections=bool(o.get("cross_sections", s.cross_sections)),
+        query_floor=o.get("query_floor", s.query_floor),
+        adaptive_quantile=(float(o.get("adaptive_quantile", s.adaptive_quantile))
+                           if o.get("adaptive", s.adaptive) else None),
+        fixed=int(o.get("window", s.window)) if fixed else None,
+    )
+
+
+def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[ScoredChunk]:
+    top_k = int(req.options.get("top_k", req.options["settings"].sentences.top_k))
+    hits = req.store.vector_search(req.tenant, req.vector, top_k, lenses=req.lenses, as_of=req.as_of,
+                                   table="sentences")
+    if not hits:
+        if not req.store.has_table("sentences"):
+            req.notes.append("no sentence index in this workspace: ingest with sentences.enabled = true")
+        return []
+    documents = load_sentences(req, hits, rule)
+    # The hit's position in its document's loaded window.
+    seeds = []
+    for h in hits:
+        doc = documents[h["document_id"]]
+        position = int(np.searchsorted(doc.starts, h["start_char"]))
+        seeds.append((h["document_id"], position, float(h["_score"])))
+    spans = expand(seeds, documents, rule, _unit(req.vector), merge=bool(req.options.get("merge", True)))
+    texts = _document_texts(req, {s.document_id for s in spans})
+    first_hit = {h["document_id"]: h for h in hits}
+    results = []
+    for span in spans[: req.limit]:
+        doc = documents[span.document_id]
+        start, end = int(doc.starts[span.first]), int(doc.ends[span.last])
+        row = dict(first_hit[span.document_id])
+        row.update(chunk_id=f"{span.document_id}:{start}-{end}", start_char=start, end_char=end,
+                   text=texts[span.document_id][start:end], prefix="", token_count=0,
+                   chunk_index=int(doc.positions[span.first]), total_chunks=0)
+        results.append(replace_sentences(to_scored(row, span.score, name, scores={"seed_similarity": span.score,
+                                                                                  "sentences": span.last - span.first + 1}),
+                                         tuple(zip(doc.starts[span.first: span.last + 1].tolist(),
+                                                   doc.ends[span.first: span.last + 1].tolist(), strict=True))))
+    return results
+
+
+def replace_sentences(result: ScoredChunk, sentences: tuple[tuple[int, int], ...]) -> ScoredChunk:
+    from dataclasses import replace
+
+    return replace(result, sentences=sentences)
+
+
+def _document_texts(req: SearchRequest, document_ids: set[str]) -> dict[str, str]:
+    texts = {}
+    for doc in document_ids:
+        row = req.store.document(req.tenant, doc, as_of=req.as_of)
+        texts[doc] = row["text"] if row else ""
+    return texts
+
+
+@mode("window")
+def window(req: SearchRequest) -> list[ScoredChunk]:
+    """The best sentences, each widened by a fixed number of sentences per side (default 3)."""
+    return sentence_windows(req, rule_from(req, fixed=True), "window")
+
+
+@mode("dynamic")
+def dynamic(req: SearchRequest) -> list[ScoredChunk]:
+    """The best sentences, each grown while its neighbours stay semantically close."""
+    return sentence_windows(req, rule_from(req, fixed=False), "dynamic")
