@@ -123,3 +123,15 @@ def test_graph_and_contradictions_commands(tmp_path: Path) -> None:
     assert len(found[0]["statements"]) == 2
     result = run("query", "catalog integration", "--mode", "balanced", "--json", ws=ws)
     assert len({r["lens"] for r in json.loads(result.stdout)["results"]}) == 6
+
+
+def test_query_budget_and_show_context(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)
+    result = run("query", "event bus migration", "--budget", "900", "--organize", "relevance", "--show-context", ws=ws)
+    assert result.exit_code == 0, result.output
+    assert "organised by relevance" in result.stdout and "## Source 1" in result.stdout
+    data = json.loads(run("query", "event bus", "--budget", "900", "--json", ws=ws).stdout)
+    assert data["context"]["total_tokens"] <= 400 and data["context"]["chunks"]
+    bad = run("query", "event bus", "--organize", "alphabetical", ws=ws)
+    assert bad.exit_code == 2 and "auto" in bad.output

@@ -58,3 +58,26 @@ def test_graph_mode_says_how_expanded_results_came_in(loaded: Engine) -> None:
 def test_graph_mode_respects_lens_filter(loaded: Engine) -> None:
     result = loaded.query("catalog integration", mode="graph", lenses=["engineering"], k=20)
     assert result.results and {r.lens for r in result} == {"engineering"}
+
+
+def test_query_with_a_budget_returns_the_optimised_context(loaded: Engine) -> None:
+    from ragloom.context import parse_source_numbers
+    from ragloom.tokens import get_tokenizer
+
+    result = loaded.query("When will the catalog integration ship and what blocks it?", budget=1200)
+    c = result.context
+    assert c is not None and len(result) == 20  # context_optimization.candidates
+    assert 0 < len(c.chunks) < len(result)
+    assert get_tokenizer("cl100k_base").count(c.formatted) == c.total_tokens <= 1200 - 500
+    assert set(parse_source_numbers(c.formatted)) == set(range(1, len(c.chunks) + 1))
+    assert c.strategy in {"relevance", "temporal", "topical", "hierarchical", "edges"} and c.strategy_reason
+    for chunk in c.chunks:
+        text = loaded.store.document("default", chunk.document_id)["text"]
+        assert text[chunk.start : chunk.end] == chunk.text
+    as_dict = result.to_dict()["context"]
+    assert as_dict["total_tokens"] == c.total_tokens and as_dict["strategy"] == c.strategy
+
+
+def test_organize_without_budget_uses_the_default_budget(loaded: Engine) -> None:
+    c = loaded.query("roadmap priorities", organize="edges").context
+    assert c is not None and c.strategy == "edges" and c.budget == 3500

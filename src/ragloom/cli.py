@@ -171,22 +171,49 @@ def query(
     mode: Annotated[str | None, typer.Option(
         "--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or dynamic.")] = None,
     as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Optimise the context for this many tokens.")] = None,
+    organize: Annotated[str | None, typer.Option(
+        "--organize", help="relevance, temporal, topical, hierarchical, edges or auto.")] = None,
+    show_context: Annotated[bool, typer.Option("--show-context", help="Print the optimised context itself.")] = False,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Search the workspace."""
+    """Search the workspace; with --budget or --organize, build the optimised context window."""
     with _errors():
         engine = _engine(workspace, config)
-        result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of)
+        result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
+                              organize=organize, optimize=show_context)
     if as_json:
         sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str, indent=2) + "\n")
         return
     _print_warnings(result.warnings)
     for note in result.notes:
         err.print(f"[dim]note:[/] {escape(note)}")
-    _print_results(result)
+    if result.context is None:
+        _print_results(result)
+        return
+    c = result.context
+    stats = c.deduplication_stats
+    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {len(result)} candidates → "
+                  f"{len(c.chunks)} in the context, {c.total_tokens} of {c.budget} tokens)[/]")
+    console.print(f"  organised by [cyan]{c.strategy}[/]: {escape(c.strategy_reason)}")
+    console.print(f"  de-duplication: {stats.get('removed_count', 0)} removed, {stats.get('merged_count', 0)} merged; "
+                  f"{len(c.relationships)} relationships")
+    reasons: dict[str, int] = {}
+    for _, reason in c.removed:
+        key = reason.split(" ", 2)[0] if reason.startswith(("duplicate", "trimmed")) else reason
+        reasons[key] = reasons.get(key, 0) + 1
+    if reasons:
+        console.print("  left out or cut: " + ", ".join(f"{n} {escape(r)}" for r, n in sorted(reasons.items())))
+    for i, chunk in enumerate(c.chunks, start=1):
+        console.print(f"  [bold cyan]Source {i}[/] [magenta]{escape(chunk.lens)}[/] "
+                      f"{escape(_display_path(chunk.source_path))} › {escape(chunk.section_path_str)} "
+                      f"[dim][{chunk.start}:{chunk.end}][/]")
+    if show_context:
+        console.print()
+        console.print(escape(c.formatted), highlight=False)
 
 
 def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult

@@ -86,6 +86,7 @@ class RetrievalSettings(_Section):
     candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
     lenses: tuple[str, ...] = DEFAULT_LENSES
     chunks_per_lens: int = Field(8, ge=1, description="balanced mode")
+    split_identifiers: bool = Field(True, description="index the parts of compound identifiers for BM25")
     age_decay: bool = False
     age_decay_per_year: float = Field(0.1, ge=0, le=1)
     age_decay_floor: float = Field(0.7, ge=0, le=1)
@@ -281,6 +282,7 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "doc_types": settings.doc_types.model_dump(),
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
         "sentences": settings.sentences.model_dump(include={"enabled"}),
+        "retrieval": settings.retrieval.model_dump(include={"split_identifiers"}),
         "entities": settings.entities.model_dump(exclude={"back_references"}),
         "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
     }

@@ -19,19 +19,22 @@ from typing import Any
 import numpy as np
 
 from ragloom import ingest as plan
-from ragloom.chunk import SentenceChunker, chunker_from_settings
+from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
+from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.config import Settings
+from ragloom.context import OptimizedContext, optimize_context
 from ragloom.embed import Embedder, HashingEmbedder, embedder_from_settings
-from ragloom.enrich import PrefixBuilder, enrich_chunks
+from ragloom.enrich import PrefixBuilder, content_hash, enrich_chunks
 from ragloom.enrich.entities import EntityExtractor, EntityMention, load_gazetteer
 from ragloom.enrich.quality import SizeModel
-from ragloom.errors import InvalidParameterError, LoadError, RagloomError, WorkspaceMismatchWarning
+from ragloom.errors import InvalidParameterError, LoadError, RagloomError, StoreError, WorkspaceMismatchWarning
 from ragloom.load import document_id, iter_files, load_document, validate_name
 from ragloom.parse.doctype import DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.enrich.keyterms import extract_key_terms
+from ragloom.enrich.search_text import search_text
 from ragloom.enrich.timeref import UNRESOLVED, extract_time_refs, time_labels
 from ragloom.graph import ContextGraph, GraphNode, build_edges, edge_rows, edges_from_rows, term_counts, update_edges
 from ragloom.retrieve import SearchRequest, get_mode
@@ -90,6 +93,8 @@ class QueryResult:
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    #: The optimised context window, when the query asked for one (a budget or an organisation).
+    context: OptimizedContext | None = None
 
     def __iter__(self):  # noqa: ANN204
         return iter(self.results)
@@ -110,6 +115,7 @@ class QueryResult:
             "notes": self.notes,
             "warnings": self.warnings,
             "seconds": round(self.seconds, 4),
+            "context": self.context.to_dict() if self.context is not None else None,
         }
 
 
@@ -130,6 +136,7 @@ class Engine:
         self.settings = settings or Settings.load(self.workspace.path, config_file=config_file)
         self._embedder = embedder
         self._store: LanceStore | None = None
+        self._reindexing = False
         self._extractor: EntityExtractor | None = None
         self._prefix = PrefixBuilder(self.settings.prefix)
         self._chunker = chunker_from_settings(self.settings.chunking)
@@ -149,8 +156,12 @@ class Engine:
     @property
     def store(self) -> LanceStore:
         if self._store is None:
-            fts = "contextualized_text" if self.settings.embedding.embed_text == "contextual" else "text"
-            self._store = LanceStore(self.workspace.store_path, fts_column=fts)
+            if self.workspace.outdated() and not self._reindexing:
+                raise StoreError(
+                    f"the workspace {self.workspace.path} was written by an older ragloom (format "
+                    f"{self.workspace.manifest().get('format', 1)}); run 'ragloom reindex' to rebuild it"  # type: ignore[union-attr]
+                )
+            self._store = LanceStore(self.workspace.store_path)
             self._store.repair()
         return self._store
 
@@ -199,12 +210,17 @@ class Engine:
         return self.extractor(document.text) if self.settings.entities.enabled else []
 
     def chunk_document(self, document: Document, *, strategy: str | None = None,
-                       mentions: Sequence[EntityMention] | None = None) -> list[Chunk]:
+                       mentions: Sequence[EntityMention] | None = None,
+                       spans: Sequence[PresetSpan] | None = None) -> list[Chunk]:
         """Sections, chunks and enrichment (prefix, hash, ids) for one document.
 
         Entity mentions are protected spans: the ``boundary`` strategy never cuts through one.
+        ``spans`` (start, end, section path) replace the chunker with chunks decided elsewhere.
         """
-        chunker = self._chunker if strategy is None else chunker_from_settings(self.settings.chunking, strategy)
+        if spans is not None:
+            chunker: Chunker = PresetChunker(spans, tokenizer=self.settings.chunking.tokenizer)
+        else:
+            chunker = self._chunker if strategy is None else chunker_from_settings(self.settings.chunking, strategy)
         if mentions is None:
             mentions = self.mentions(document)
         protected = [(m.start, m.end) for m in mentions] if self.settings.entities.protect_mentions else []
@@ -307,12 +323,51 @@ class Engine:
         report.seconds = time.perf_counter() - started
         return report
 
+    def add_documents(self, documents: Sequence[Document], *, spans: Mapping[str, Sequence[PresetSpan]] | None = None,
+                      progress: Progress | None = None) -> IngestReport:
+        """Ingest documents built in code rather than read from files (each carries its lens and
+        tenant). ``spans`` maps a document id to the chunk spans to use instead of the chunker.
+        A document whose text and lens are unchanged is skipped."""
+        started = time.perf_counter()
+        progress = progress or Progress()
+        report = IngestReport(files=len(documents))
+        at = datetime.now(UTC)
+        changes = _GraphChanges()
+        by_tenant: dict[str, dict[str, Mapping[str, Any]]] = {}
+        pending: list[plan.Prepared] = []
+        progress.stage("Reading", len(documents))
+        for document in documents:
+            validate_name("lens", document.lens)
+            tenant = self._tenant(document.tenant)
+            if tenant not in by_tenant:
+                by_tenant[tenant] = {r["document_id"]: r for r in self.store.documents(tenant)}
+            previous = by_tenant[tenant].get(document.document_id)
+            if previous is not None and previous["content_hash"] == content_hash(document.text) \
+                    and previous["lens"] == document.lens:
+                report.unchanged += 1
+            else:
+                pending.append(self._prepare(document, previous, at,
+                                             spans=(spans or {}).get(document.document_id)))
+            progress.advance("Reading")
+            if sum(p.size() for p in pending) >= self.settings.ingest.batch_chunks:
+                changes.add(self._flush(pending, report, progress))
+                pending = []
+        changes.add(self._flush(pending, report, progress))
+        if changes and self.settings.graph.enabled:
+            for tenant in by_tenant:
+                report.relationships += self._update_graph(tenant, changes)
+        if self.store.has_chunks():
+            self.store.optimize()
+            self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
+        report.seconds = time.perf_counter() - started
+        return report
+
     def _prepare(self, document: Document, previous: Mapping[str, Any] | None, at: datetime,
-                 version: str | None = None) -> plan.Prepared:
+                 version: str | None = None, spans: Sequence[PresetSpan] | None = None) -> plan.Prepared:
         """Chunk, sentence-split and find the entities of a document, then plan its rows."""
         version = version or plan.new_id()
         mentions = self.mentions(document)
-        tracks = {plan.CHUNKS: self.chunk_document(document, mentions=mentions)}
+        tracks = {plan.CHUNKS: self.chunk_document(document, mentions=mentions, spans=spans)}
         if self.settings.sentences.enabled:
             tracks[plan.SENTENCES] = self.sentences(document, mentions)
         planned = {}
@@ -398,9 +453,11 @@ class Engine:
                                        entities=dict.fromkeys(names[e] for e in ents if e in names))
                      for c, ents in zip(chunks, entities, strict=True)]
         time_refs = [time_labels(extract_time_refs(c.text, reference=doc.document_date)) for c in chunks]
+        split = self.settings.retrieval.split_identifiers
         chunk_rows, chunk_closes = plan.track_rows(prepared, plan.CHUNKS, strategy=self._chunker.name,
                                                    embed_kind=embed_kind, entities=entities, qualities=qualities,
-                                                   key_terms=key_terms, time_refs=time_refs)
+                                                   key_terms=key_terms, time_refs=time_refs,
+                                                   indexed=lambda text: search_text(text, split_identifiers=split))
         rows[plan.CHUNKS].extend(chunk_rows)
         close[plan.CHUNKS].extend(chunk_closes)
         if sentences is not None:
@@ -454,8 +511,18 @@ class Engine:
 
     def query(self, text: str, *, k: int | None = None, mode: str | None = None,
               lenses: Sequence[str] | str | None = None, tenant: str | None = None,
-              as_of: datetime | str | None = None, **options: Any) -> QueryResult:
-        """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode``."""
+              as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
+              optimize: bool = False, **options: Any) -> QueryResult:
+        """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode``.
+
+        With ``budget`` (tokens), ``organize`` or ``optimize``, the result also carries the
+        optimised context window (:attr:`QueryResult.context`): ``context_optimization.candidates``
+        results are filtered, de-duplicated, related, prioritised, fitted to the budget,
+        organised and formatted for the model.
+        """
+        optimize = optimize or budget is not None or organize is not None
+        if optimize and k is None:
+            k = self.settings.context_optimization.candidates
         started = time.perf_counter()
         mode = mode or self.settings.retrieval.mode
         retriever = get_mode(mode)
@@ -475,8 +542,23 @@ class Engine:
         if decay.age_decay:
             results = age_decay(results, as_of or datetime.now(UTC), per_year=decay.age_decay_per_year,
                                 floor=decay.age_decay_floor)
+        context = self.optimize(results, text, budget=budget, organize=organize, tenant=tenant) if optimize else None
         return QueryResult(text, mode, results, tenant, as_of, request.notes, self._warn(),
-                           time.perf_counter() - started)
+                           time.perf_counter() - started, context)
+
+    def optimize(self, results: Sequence[ScoredChunk], query: str, *, budget: int | None = None,
+                 organize: str | None = None, tenant: str | None = None) -> OptimizedContext:
+        """The optimised context window for retrieved ``results`` (see :mod:`ragloom.context`).
+
+        Context-graph edges between the results count as relationships when the graph is on.
+        """
+        edges = None
+        if self.settings.graph.enabled and results:
+            graph = self.graph(tenant=tenant)
+            edges = graph.neighbours
+        return optimize_context(results, query, self.settings.context_optimization,
+                                tokenizer=self.settings.chunking.tokenizer, organize=organize, max_tokens=budget,
+                                graph_edges=edges)
 
     # -- the context graph ---------------------------------------------------------------------
 
@@ -654,10 +736,10 @@ class Engine:
         started = time.perf_counter()
         progress = progress or Progress()
         report = IngestReport()
+        self._reindexing = True  # an outdated workspace may be opened to be rebuilt
         store = self.store
         versions = store.all_document_versions()
         store.drop_derived()
-        store.fts_column = "contextualized_text" if self.settings.embedding.embed_text == "contextual" else "text"
         self._extractor = None  # the gazetteer may have changed too
         chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for row in versions:

@@ -146,7 +146,7 @@ def chunk_qualities(chunks: Sequence[Chunk], sentence_spans: Sequence[tuple[int,
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, previous: Mapping[str, Any] | None,
               summary: str, at: datetime, strategy: str, embed_kind: str, entities: Sequence[str] = (),
               quality: ChunkQuality | None = None, key_terms: Sequence[str] = (),
-              time_refs: Sequence[str] = ()) -> dict[str, Any]:
+              time_refs: Sequence[str] = (), indexed: str | None = None) -> dict[str, Any]:
     issues = quality.issues if quality is not None else chunk.issues
     return {
         "tenant_id": doc.tenant,
@@ -171,6 +171,7 @@ def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, 
         "text": chunk.text,
         "prefix": chunk.prefix,
         "contextualized_text": chunk.contextualized_text,
+        "search_text": indexed if indexed is not None else chunk.contextualized_text,
         "start_char": chunk.start,
         "end_char": chunk.end,
         "token_count": chunk.token_count,
@@ -245,8 +246,8 @@ def mention_rows(doc: Document, version: str, mentions: Sequence[EntityMention],
 
 def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
                entities: Sequence[Sequence[str]] | None = None, qualities: Sequence[ChunkQuality] | None = None,
-               key_terms: Sequence[Sequence[str]] | None = None,
-               time_refs: Sequence[Sequence[str]] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+               key_terms: Sequence[Sequence[str]] | None = None, time_refs: Sequence[Sequence[str]] | None = None,
+               indexed: Callable[[str], str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """(rows to add, version ids to close) for one track of a prepared document."""
     track = prepared.tracks[kind]
     rows: list[dict[str, Any]] = []
@@ -263,6 +264,7 @@ def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
             quality=qualities[i] if qualities is not None else None,
             key_terms=key_terms[i] if key_terms is not None else (),
             time_refs=time_refs[i] if time_refs is not None else (),
+            indexed=indexed(track.embedded[i]) if indexed is not None else None,
         ))
     for old in track.vanished:
         closes.append(old["version_id"])

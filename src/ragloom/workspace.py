@@ -15,7 +15,9 @@ from typing import Any
 from ragloom.config import DEFAULT_WORKSPACE, Settings, index_signature, signature_differences
 
 MANIFEST = "index.json"
-FORMAT = 1
+#: The layout of the workspace's tables. 2 added the search_text column, neighbour ids,
+#: the sentences, mentions and edges tables.
+FORMAT = 2
 
 
 def resolve_workspace(path: str | Path | None = None) -> Path:
@@ -65,6 +67,11 @@ class Workspace:
 
     def forget(self) -> None:
         self.manifest_path.unlink(missing_ok=True)
+
+    def outdated(self) -> bool:
+        """Whether the tables were written by an older ragloom and need ``ragloom reindex``."""
+        manifest = self.manifest()
+        return bool(manifest) and not manifest.get("corrupt") and int(manifest.get("format", 1)) < FORMAT
 
     def mismatches(self, settings: Settings, *, embedder: str | None = None) -> list[str]:
         """Differences between how the index was built and the current settings."""

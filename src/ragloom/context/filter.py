@@ -53,3 +53,32 @@ def filter_relevance(chunks: Sequence[ScoredChunk], min_relevance: float
         else:
             removed.append((c.chunk_id, LOW_RELEVANCE))
     return kept, removed
+
+
+REPEATED = "repeated candidate"
+
+
+def drop_repeated_ids(candidates: Sequence[ScoredChunk]) -> tuple[list[ScoredChunk], list[tuple[str, str]]]:
+    """Keep one candidate per chunk id, the best-scoring (first on ties), at its first place.
+
+    Callers that concatenate several retrievers' results can hand the same chunk twice;
+    every later step keys on the id.
+    """
+    best: dict[str, int] = {}
+    for i, c in enumerate(candidates):
+        j = best.get(c.chunk_id)
+        if j is None or (math.isfinite(c.score) and not (candidates[j].score >= c.score)):
+            best[c.chunk_id] = i
+    first: dict[str, int] = {}
+    for i, c in enumerate(candidates):
+        first.setdefault(c.chunk_id, i)
+    kept = sorted(best, key=first.__getitem__)
+    repeats = [(cid, REPEATED) for cid, n in _counts(candidates).items() for _ in range(n - 1)]
+    return [candidates[best[cid]] for cid in kept], repeats
+
+
+def _counts(candidates: Sequence[ScoredChunk]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in candidates:
+        out[c.chunk_id] = out.get(c.chunk_id, 0) + 1
+    return out

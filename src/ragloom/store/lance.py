@@ -79,6 +79,7 @@ def chunk_schema(dim: int) -> pa.Schema:
             pa.field("text", pa.string()),
             pa.field("prefix", pa.string()),
             pa.field("contextualized_text", pa.string()),
+            pa.field("search_text", pa.string()),
             pa.field("start_char", pa.int64()),
             pa.field("end_char", pa.int64()),
             pa.field("token_count", pa.int32()),
@@ -168,7 +169,7 @@ def _lancedb():
 class LanceStore:
     """Embedded LanceDB tables in ``<workspace>/lancedb``."""
 
-    def __init__(self, path: str | Path, *, fts_column: str = "contextualized_text") -> None:
+    def __init__(self, path: str | Path, *, fts_column: str = "search_text") -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.fts_column = fts_column

@@ -1,0 +1,47 @@
+"""What every suite gets: the data, an output folder, a cached embedder, a size limit."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ragloom.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder, normalize_rows
+
+
+def default_cache() -> Path:
+    import os
+
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ragloom" / "eval"
+
+
+@dataclass
+class EvalContext:
+    data: Path
+    out: Path
+    cache: Path = field(default_factory=default_cache)
+    limit: int | None = None  # questions (or queries) to use; None: all
+    embedder: Embedder | None = None
+    progress: Callable[[str], None] = lambda message: None
+
+    def __post_init__(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        if self.embedder is None:
+            # Cached by text and model: a second run of a suite embeds nothing.
+            self.embedder = CachedEmbedder(SentenceTransformerEmbedder(), self.cache / "embeddings.sqlite")
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        assert self.embedder is not None
+        return normalize_rows(self.embedder.embed(list(texts))) if texts else np.zeros((0, 1), dtype=np.float32)
+
+
+def cosine_top(query: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:
+    """Indexes of the ``k`` rows of ``matrix`` most similar to ``query`` (both unit vectors)."""
+    if len(matrix) == 0:
+        return np.zeros(0, dtype=np.int64)
+    scores = matrix @ query
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    return top[np.argsort(-scores[top], kind="stable")]
