@@ -485,6 +485,34 @@ def contradictions(
         console.print(f"   [dim]{escape(c.note)}[/]")
 
 
+@app.command("eval")
+def eval_(
+    suite: Annotated[str, typer.Argument(help="chunking, contextual, ab or windows.")],
+    out: Annotated[Path, typer.Option("--out", help="Where the JSON, Markdown and PNG files go.")] = Path("eval-out"),
+    data: Annotated[Path | None, typer.Option("--data", help="The evaluation data [default: ../shared/data].")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N questions.")] = None,
+    cache: Annotated[Path | None, typer.Option("--cache", help="Embedding cache folder.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure a technique against its baseline; embeddings are cached, so a second run takes seconds."""
+    from ragloom.evaluate import run_suite
+    from ragloom.evaluate.datasets import shared_data
+
+    with _errors():
+        root = shared_data(data)
+        with err.status(f"running the {suite} suite") as status:
+            result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit,
+                                      progress=lambda message: status.update(f"{suite}: {message}"))
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str) + "\n")
+        return
+    sys.stdout.write(result.table() + "\n")
+    for note in result.notes:
+        console.print(f"- {escape(note)}")
+    console.print(f"[dim]{result.seconds:.1f}s; wrote {', '.join(str(p) for p in paths.values())}"
+                  f"{', ' + ', '.join(result.plots) if result.plots else ''}[/]")
+
+
 DEMO_QUERIES = (
     "When will the QuickBooks catalog integration ship?",
     "How many engineers does the team have, and how much capacity is planned per quarter?",

@@ -1,0 +1,49 @@
+"""``ragloom eval``: measure each technique against its baseline on data others wrote.
+
+Suites: ``chunking`` (Chroma's chunking evaluation), ``contextual`` (Anthropic's contextual
+retrieval over code), ``ab`` (seed 001's A/B test on the sample materials) and ``windows``
+(seed 003's sentence-window benchmark). Each writes JSON, a Markdown table and PNG charts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ragloom.errors import UnknownNameError
+from ragloom.evaluate.context import EvalContext
+from ragloom.evaluate.report import SuiteResult, write
+
+
+def _suite(name: str) -> Callable[[EvalContext], SuiteResult]:
+    # Imported on demand: each suite pulls its own dependencies (LangChain, matplotlib).
+    if name == "chunking":
+        from ragloom.evaluate.chunking import run
+    elif name == "contextual":
+        from ragloom.evaluate.contextual import run
+    elif name == "ab":
+        from ragloom.evaluate.ab import run
+    elif name == "windows":
+        from ragloom.evaluate.windows import run
+    else:
+        raise UnknownNameError("evaluation suite", name, SUITES)
+    return run
+
+
+SUITES = ("ab", "chunking", "contextual", "windows")
+
+
+def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, limit: int | None = None,
+              progress: Callable[[str], None] | None = None, embedder=None) -> tuple[SuiteResult, dict[str, Path]]:  # noqa: ANN001
+    """Run one suite and write its report under ``out``."""
+    run = _suite(name)
+    kwargs = {"cache": cache} if cache is not None else {}
+    ctx = EvalContext(data=data, out=out, limit=limit, embedder=embedder, progress=progress or (lambda m: None), **kwargs)
+    started = time.perf_counter()
+    result = run(ctx)
+    result.seconds = time.perf_counter() - started
+    return result, write(result, out)
+
+
+__all__ = ["SUITES", "EvalContext", "SuiteResult", "run_suite"]
