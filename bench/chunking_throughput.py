@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from common import best_of, doc_corpus, markdown_table, save
-
 from ragloom.chunk import get_chunker
 from ragloom.tokens import ensure_tiktoken_offline
 

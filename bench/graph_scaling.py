@@ -21,11 +21,10 @@ import resource
 import time
 from collections import Counter
 from itertools import combinations
-from pathlib import Path
 
 import numpy as np
-from common import doc_corpus, markdown_table, save
 
+from common import doc_corpus, markdown_table, save
 from ragloom.config import GraphSettings
 from ragloom.embed import HashingEmbedder
 from ragloom.enrich.keyterms import extract_key_terms

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from common import MATERIALS, doc_corpus, markdown_table, save
-
 from ragloom.config import Settings
 from ragloom.engine import Engine
 

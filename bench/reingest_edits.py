@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 from common import doc_corpus, markdown_table, save
-
 from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine

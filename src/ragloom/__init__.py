@@ -6,7 +6,15 @@
 >>> engine.query("When does the catalog integration ship?", k=3)        # doctest: +SKIP
 """
 
-from ragloom.chunk import BoundaryChunker, Chunker, SentenceChunker, TokenChunker, chunk_text, chunker_names, get_chunker
+from ragloom.chunk import (
+    BoundaryChunker,
+    Chunker,
+    SentenceChunker,
+    TokenChunker,
+    chunk_text,
+    chunker_names,
+    get_chunker,
+)
 from ragloom.config import Settings
 from ragloom.embed import CachedEmbedder, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 from ragloom.engine import Engine, IngestReport, Progress, QueryResult

@@ -12,7 +12,14 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from ragloom.errors import RagloomError
@@ -30,13 +37,13 @@ err = Console(stderr=True)
 WorkspaceOpt = Annotated[
     Path | None,
     typer.Option("--workspace", "-w", envvar="RAGLOOM_WORKSPACE", show_envvar=True,
-                 help="Workspace folder [default: ./ragloom-data]."),
+                 help="Workspace folder (default: ./ragloom-data)."),
 ]
 ConfigOpt = Annotated[
     Path | None,
     typer.Option("--config", envvar="RAGLOOM_CONFIG", help="Extra TOML settings file (over <workspace>/ragloom.toml)."),
 ]
-TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant [default: the tenant setting].")]
+TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant (default: the tenant setting).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
@@ -489,7 +496,7 @@ def contradictions(
 def eval_(
     suite: Annotated[str, typer.Argument(help="chunking, contextual, ab or windows.")],
     out: Annotated[Path, typer.Option("--out", help="Where the JSON, Markdown and PNG files go.")] = Path("eval-out"),
-    data: Annotated[Path | None, typer.Option("--data", help="The evaluation data [default: ../shared/data].")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="The evaluation data (default: ../shared/data).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N questions.")] = None,
     cache: Annotated[Path | None, typer.Option("--cache", help="Embedding cache folder.")] = None,
     as_json: JsonOpt = False,

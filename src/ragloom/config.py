@@ -119,7 +119,7 @@ class ContextSettings(_Section):
     enabled: bool = True
     max_tokens: int = Field(4000, ge=1)
     reserve_tokens: int = Field(500, ge=0, description="kept free for the prompt and the answer")
-    min_relevance: float = Field(0.3, ge=0, le=1, description="on scores normalised per query to [0, 1]")
+    min_relevance: float = Field(0.3, ge=0, le=1, description="share of the query's best match (scores normalised per query)")
     similarity_threshold: float = Field(0.7, ge=0, le=1, description="combined redundancy above which chunks are duplicates")
     content_weight: float = Field(0.7, ge=0, le=1)
     entity_weight: float = Field(0.3, ge=0, le=1)

@@ -19,24 +19,43 @@ from typing import Any
 import numpy as np
 
 from ragloom import ingest as plan
+from ragloom.analyse.contradictions import (
+    Contradiction,
+    detect_contradictions,
+    sentences_with_claims,
+)
 from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
 from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.config import Settings
 from ragloom.context import OptimizedContext, optimize_context
+from ragloom.context.relate import SKIPPED_GRAPH_TYPES
 from ragloom.embed import Embedder, HashingEmbedder, embedder_from_settings
 from ragloom.enrich import PrefixBuilder, content_hash, enrich_chunks
+from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.enrich.entities import EntityExtractor, EntityMention, load_gazetteer
+from ragloom.enrich.keyterms import extract_key_terms
 from ragloom.enrich.quality import SizeModel
-from ragloom.errors import InvalidParameterError, LoadError, RagloomError, StoreError, WorkspaceMismatchWarning
+from ragloom.enrich.search_text import search_text
+from ragloom.enrich.timeref import UNRESOLVED, extract_time_refs, time_labels
+from ragloom.errors import (
+    InvalidParameterError,
+    LoadError,
+    RagloomError,
+    StoreError,
+    WorkspaceMismatchWarning,
+)
+from ragloom.graph import (
+    ContextGraph,
+    GraphNode,
+    build_edges,
+    edge_rows,
+    edges_from_rows,
+    term_counts,
+    update_edges,
+)
 from ragloom.load import document_id, iter_files, load_document, validate_name
 from ragloom.parse.doctype import DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
-from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
-from ragloom.enrich.backrefs import BackReference, back_references
-from ragloom.enrich.keyterms import extract_key_terms
-from ragloom.enrich.search_text import search_text
-from ragloom.enrich.timeref import UNRESOLVED, extract_time_refs, time_labels
-from ragloom.graph import ContextGraph, GraphNode, build_edges, edge_rows, edges_from_rows, term_counts, update_edges
 from ragloom.retrieve import SearchRequest, get_mode
 from ragloom.retrieve.base import age_decay
 from ragloom.store.lance import LanceStore
@@ -95,6 +114,8 @@ class QueryResult:
     seconds: float = 0.0
     #: The optimised context window, when the query asked for one (a budget or an organisation).
     context: OptimizedContext | None = None
+    #: Seconds per stage of the query ("embed query", "vector search", "expand", "optimise", ...).
+    timings: dict[str, float] = field(default_factory=dict)
 
     def __iter__(self):  # noqa: ANN204
         return iter(self.results)
@@ -115,6 +136,7 @@ class QueryResult:
             "notes": self.notes,
             "warnings": self.warnings,
             "seconds": round(self.seconds, 4),
+            "timings": {stage: round(t, 4) for stage, t in self.timings.items()},
             "context": self.context.to_dict() if self.context is not None else None,
         }
 
@@ -542,9 +564,12 @@ class Engine:
         if decay.age_decay:
             results = age_decay(results, as_of or datetime.now(UTC), per_year=decay.age_decay_per_year,
                                 floor=decay.age_decay_floor)
-        context = self.optimize(results, text, budget=budget, organize=organize, tenant=tenant) if optimize else None
+        context = None
+        if optimize:
+            with request.timed("optimise"):
+                context = self.optimize(results, text, budget=budget, organize=organize, tenant=tenant)
         return QueryResult(text, mode, results, tenant, as_of, request.notes, self._warn(),
-                           time.perf_counter() - started, context)
+                           time.perf_counter() - started, context, request.timings)
 
     def optimize(self, results: Sequence[ScoredChunk], query: str, *, budget: int | None = None,
                  organize: str | None = None, tenant: str | None = None) -> OptimizedContext:
@@ -554,8 +579,8 @@ class Engine:
         """
         edges = None
         if self.settings.graph.enabled and results:
-            graph = self.graph(tenant=tenant)
-            edges = graph.neighbours
+            edges = self.store.edges_among(self._tenant(tenant), {r.chunk_id for r in results},
+                                           skip_types=SKIPPED_GRAPH_TYPES)
         return optimize_context(results, query, self.settings.context_optimization,
                                 tokenizer=self.settings.chunking.tokenizer, organize=organize, max_tokens=budget,
                                 graph_edges=edges)
@@ -598,12 +623,17 @@ class Engine:
         return len(update.add)
 
     def graph(self, *, tenant: str | None = None) -> ContextGraph:
-        """The tenant's context graph as a networkx view (loaded from the workspace)."""
+        """The tenant's context graph as a networkx view (loaded from the workspace once, and
+        again after the next write); treat it as read-only."""
         tenant = self._tenant(tenant)
-        rows = self.store.chunks(tenant, columns=["chunk_id", "document_id", "lens", "source_path", "chunk_index",
-                                                  "total_chunks", "token_count", "section_path", "text", "key_terms",
-                                                  "time_refs", "created_at"])
-        return ContextGraph.from_rows(rows, edges_from_rows(self.store.edges(tenant)), self.settings.graph)
+
+        def load() -> ContextGraph:
+            rows = self.store.chunks(tenant, columns=["chunk_id", "document_id", "lens", "source_path", "chunk_index",
+                                                      "total_chunks", "token_count", "section_path", "text",
+                                                      "key_terms", "time_refs", "created_at"])
+            return ContextGraph.from_rows(rows, edges_from_rows(self.store.edges(tenant)), self.settings.graph)
+
+        return self.store.memo(("graph", tenant), load)
 
     def contradictions(self, *, topic: str | None = None, tenant: str | None = None, limit: int | None = 20,
                        lenses: Sequence[str] | None = None) -> list[Contradiction]:

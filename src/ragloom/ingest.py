@@ -24,7 +24,15 @@ from ragloom.enrich.entities import EntityMention
 from ragloom.enrich.prefix import content_hash
 from ragloom.enrich.quality import ChunkQuality, SizeModel, assess
 from ragloom.types import Chunk, Document
-from ragloom.versions import CREATE, DELETE, UPDATE, ChunkPlan, document_summary, plan_versions, same_record
+from ragloom.versions import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    ChunkPlan,
+    document_summary,
+    plan_versions,
+    same_record,
+)
 
 CHUNKS, SENTENCES = "chunks", "sentences"
 

@@ -12,6 +12,8 @@ from datetime import date, datetime
 from typing import Any
 
 SECTION_SEPARATOR = " > "
+#: Key in ``ScoredChunk.scores`` for the factor age decay multiplied the score by.
+AGE_FACTOR_KEY = "age_factor"
 
 
 def join_path(path: tuple[str, ...]) -> str:

@@ -3,9 +3,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from ragloom.chunk import chunk_text, chunker_names, get_chunker
+from ragloom.chunk import chunk_text, chunker_from_settings, chunker_names, get_chunker
 from ragloom.config import ChunkingSettings
-from ragloom.chunk import chunker_from_settings
 from ragloom.errors import UnknownNameError
 
 from .strategies import documents

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from ragloom.config import EmbeddingSettings
-from ragloom.embed import CachedEmbedder, HashingEmbedder, SentenceTransformerEmbedder, embedder_from_settings
+from ragloom.embed import (
+    CachedEmbedder,
+    HashingEmbedder,
+    SentenceTransformerEmbedder,
+    embedder_from_settings,
+)
 from ragloom.embed.base import Embedder
 
 

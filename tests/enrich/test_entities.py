@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragloom.chunk import chunk_text
-from ragloom.enrich.entities import DEFAULT_TYPES, EntityExtractor, Gazetteer, GlinerExtractor, SpacyExtractor, entity_id
+from ragloom.enrich.entities import (
+    DEFAULT_TYPES,
+    EntityExtractor,
+    Gazetteer,
+    GlinerExtractor,
+    SpacyExtractor,
+    entity_id,
+)
 from ragloom.errors import ConfigError
 
 GAZETTEER = Gazetteer(

@@ -3,7 +3,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ragloom.enrich.quality import SizeModel, assess, boundary_respect, coherence, density_score, length_score, overlap_quality
+from ragloom.enrich.quality import (
+    SizeModel,
+    assess,
+    boundary_respect,
+    coherence,
+    density_score,
+    length_score,
+    overlap_quality,
+)
 from ragloom.types import Chunk
 
 CHARS = SizeModel("chars", 800, 500, 1200)

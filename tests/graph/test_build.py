@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import itertools
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np

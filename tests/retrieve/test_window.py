@@ -116,6 +116,16 @@ def test_modes_return_exact_contiguous_spans(loaded: Engine, mode: str, options:
         assert all(a[1] < b[0] for a, b in zip(spans, spans[1:], strict=False))
 
 
+def test_queries_report_their_stage_timings(loaded: Engine) -> None:
+    result = loaded.query("event bus migration", mode="dynamic", k=3)
+    assert {"embed query", "sentence search", "load sentences", "expand", "load texts"} <= set(result.timings)
+    assert all(t >= 0 for t in result.timings.values())
+    assert sum(result.timings.values()) <= result.seconds
+    hybrid = loaded.query("event bus migration", budget=1000)
+    assert {"embed query", "vector search", "text search", "optimise"} <= set(hybrid.timings)
+    assert hybrid.to_dict()["timings"].keys() == hybrid.timings.keys()
+
+
 def test_lower_threshold_grows_wider_spans(loaded: Engine) -> None:
     strict = loaded.query("event bus migration", mode="dynamic", k=3, threshold=0.99)
     loose = loaded.query("event bus migration", mode="dynamic", k=3, threshold=-1.0)
@@ -143,3 +153,27 @@ def test_llamaindex_postprocessor_in_a_query_pipeline(loaded: Engine) -> None:
         assert text[meta["start_char"] : meta["end_char"]] == n.node.text
         assert meta["sentences"] >= 1  # merged windows may hold more than 2 * max_expand + 1
     assert any(n.node.metadata["sentences"] > 1 for n in response.source_nodes)
+
+
+@pytest.mark.parametrize("mode", ["window", "dynamic"])
+def test_in_memory_index_follows_new_versions_and_as_of_reads_old_ones(tmp_path: Path, mode: str) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    doc = folder / "plan.md"
+    doc.write_text("# Plan\nThe warehouse migration starts in May. Budget is set. Staff are ready.\n", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    first = engine.query("warehouse migration", mode=mode, k=3)
+    moment = datetime.now(UTC)
+    time.sleep(0.01)
+    new_text = "# Plan\nIntro line here.\n\nThe warehouse migration now starts in July, after audits. Budget is cut.\n"
+    doc.write_text(new_text, encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    now = engine.query("warehouse migration", mode=mode, k=3)
+    assert now.results and all(new_text[r.start : r.end] == r.text for r in now)
+    assert any("July" in r.text for r in now) and not any("May" in r.text for r in now)
+    then = engine.query("warehouse migration", mode=mode, k=3, as_of=moment)
+    assert [(r.start, r.end, r.text) for r in then] == [(r.start, r.end, r.text) for r in first]

@@ -30,8 +30,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 import numpy as np
 
-from ragloom.retrieve.base import SearchRequest
-from ragloom.retrieve.window import Expansion, Sentences, load_sentences, expand
+from ragloom.retrieve.base import SearchRequest, to_scored
+from ragloom.retrieve.window import Expansion, Sentences, expand, load_sentences
 
 
 def _node(result: Any, text: str | None = None) -> NodeWithScore:  # noqa: ANN401 - a ScoredChunk
@@ -58,15 +58,7 @@ class SentenceRetriever(BaseRetriever):
         tenant = engine._tenant(self._tenant)
         vector = engine.embedder.embed_query(query_bundle.query_str)
         hits = engine.store.vector_search(tenant, vector, self._top_k, lenses=self._lenses, table="sentences")
-        nodes = []
-        for h in hits:
-            meta = {"document_id": h["document_id"], "source_path": h["source_path"], "lens": h["lens"],
-                    "tenant": tenant, "section_path": h.get("section_path") or "", "start_char": h["start_char"],
-                    "end_char": h["end_char"], "position": h["chunk_index"]}
-            node = TextNode(id_=h["chunk_id"], text=h["text"], metadata=meta,
-                            excluded_embed_metadata_keys=list(meta), excluded_llm_metadata_keys=list(meta))
-            nodes.append(NodeWithScore(node=node, score=float(h["_score"])))
-        return nodes
+        return [_node(to_scored(h, h["_score"], "sentence")) for h in hits]
 
 
 class DynamicWindowPostprocessor(BaseNodePostprocessor):
@@ -107,11 +99,12 @@ class DynamicWindowPostprocessor(BaseNodePostprocessor):
                  for h in hits]
         spans = expand(seeds, documents, rule, None if query is None else query / (np.linalg.norm(query) or 1))
         base = {n.node.metadata["document_id"]: n.node.metadata for n in nodes}
+        texts = engine.store.document_texts(tenant, {span.document_id for span in spans})
         out = []
         for span in spans:
             doc = documents[span.document_id]
             start, end = int(doc.starts[span.first]), int(doc.ends[span.last])
-            text = engine.store.document(tenant, span.document_id)["text"][start:end]
+            text = texts[span.document_id][start:end]
             meta = {**base[span.document_id], "start_char": start, "end_char": end,
                     "sentences": int(span.last - span.first + 1)}
             node = TextNode(id_=f"{span.document_id}:{start}-{end}", text=text, metadata=meta,

@@ -10,7 +10,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ragloom.errors import EmptyDocumentError, FileTooLargeError, InvalidParameterError, LoadError
-from ragloom.load.normalize import normalize_text, parse_date, split_front_matter, title_from_filename
+from ragloom.load.normalize import (
+    normalize_text,
+    parse_date,
+    split_front_matter,
+    title_from_filename,
+)
 from ragloom.load.readers import READERS, convert
 from ragloom.parse.doctype import DEFAULT_RULES, DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections

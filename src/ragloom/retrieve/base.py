@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -12,7 +14,7 @@ import numpy as np
 from ragloom.embed.base import Embedder
 from ragloom.errors import UnknownNameError
 from ragloom.store.lance import LanceStore
-from ragloom.types import SECTION_SEPARATOR, ScoredChunk
+from ragloom.types import AGE_FACTOR_KEY, SECTION_SEPARATOR, ScoredChunk
 
 
 @dataclass
@@ -33,21 +35,33 @@ class SearchRequest:
     #: Filled by the retriever: notes for the user (a lens with no chunks, for example).
     notes: list[str] = field(default_factory=list)
     query_vector: np.ndarray | None = None
+    #: Filled by the retriever: seconds spent per stage ("embed query", "vector search", ...).
+    timings: dict[str, float] = field(default_factory=dict)
 
     @property
     def vector(self) -> np.ndarray:
         """The query's embedding, computed once and carried by copies of the request."""
         if self.query_vector is None:
-            self.query_vector = self.embedder.embed_query(self.text)
+            with self.timed("embed query"):
+                self.query_vector = self.embedder.embed_query(self.text)
         return self.query_vector
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Add the time the block takes to ``timings[stage]``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
 
     @property
     def limit(self) -> int:
         return self.k if self.k is not None else self.default_k
 
     def narrowed(self, **changes: Any) -> SearchRequest:  # noqa: ANN401
-        """A copy for a sub-search that shares the query vector and reports notes to this one."""
-        return replace(self, **changes, notes=self.notes)
+        """A copy for a sub-search that shares the query vector and reports notes and timings to this one."""
+        return replace(self, **changes, notes=self.notes, timings=self.timings)
 
 
 Retriever = Callable[[SearchRequest], list[ScoredChunk]]
@@ -142,5 +156,5 @@ def age_decay(results: Sequence[ScoredChunk], now: datetime, *, per_year: float,
             continue
         years = max(0.0, (now.date() - born).days / 365.25)
         factor = max(floor, 1.0 - per_year * years)
-        out.append(replace(r, score=r.score * factor, scores={**r.scores, "age_factor": round(factor, 4)}))
+        out.append(replace(r, score=r.score * factor, scores={**r.scores, AGE_FACTOR_KEY: round(factor, 4)}))
     return sorted(out, key=lambda r: -r.score)

@@ -8,14 +8,17 @@ from ragloom.types import ScoredChunk
 
 def _vector_rows(req: SearchRequest, k: int) -> list[dict]:
     with_vectors = bool(req.options.get("with_vectors"))
-    return req.store.vector_search(req.tenant, req.vector, k, lenses=req.lenses, as_of=req.as_of,
-                                   with_vectors=with_vectors)
+    vector = req.vector
+    with req.timed("vector search"):
+        return req.store.vector_search(req.tenant, vector, k, lenses=req.lenses, as_of=req.as_of,
+                                       with_vectors=with_vectors)
 
 
 def _text_rows(req: SearchRequest, k: int) -> list[dict]:
     with_vectors = bool(req.options.get("with_vectors"))
-    return req.store.text_search(req.tenant, req.text, k, lenses=req.lenses, as_of=req.as_of,
-                                 with_vectors=with_vectors)
+    with req.timed("text search"):
+        return req.store.text_search(req.tenant, req.text, k, lenses=req.lenses, as_of=req.as_of,
+                                     with_vectors=with_vectors)
 
 
 @mode("vector")

@@ -19,11 +19,13 @@ no sentence is sent twice. Every result is one contiguous span with exact offset
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ragloom.retrieve.base import SearchRequest, mode, to_scored
+from ragloom.store.filters import sql_str
+from ragloom.store.lance import LanceStore
 from ragloom.types import ScoredChunk
 
 
@@ -102,8 +104,6 @@ def grow(doc: Sentences, seed: int, score: float, rule: Expansion, query: np.nda
             if rule.fixed is not None:
                 edge = nxt
                 continue
-            if not rule.cross_sections and doc.sections[nxt] != doc.sections[seed]:
-                break
             if float(doc.vectors[edge] @ doc.vectors[nxt]) < limit:
                 break
             if rule.query_floor is not None and query is not None and float(query @ doc.vectors[nxt]) < rule.query_floor:
@@ -147,9 +147,57 @@ def _unit(v: np.ndarray) -> np.ndarray:
     return v / (np.linalg.norm(v) or 1.0)
 
 
+#: Columns of the sentence index that expansion reads.
+_SENTENCE_COLUMNS = ["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"]
+
+
+def _unit_rows(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
+def _sentences(doc: str, positions: np.ndarray, starts: np.ndarray, ends: np.ndarray, sections: np.ndarray,
+               vectors: np.ndarray) -> Sentences:
+    order = np.argsort(positions, kind="stable")
+    return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
+                     _unit_rows(np.asarray(vectors, dtype=np.float32)[order]))
+
+
+def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
+    """Every current sentence of ``tenant``, as per-document arrays with unit vectors.
+
+    Read from the sentences table in one Arrow scan and kept by the store until its next
+    write, so that growing windows costs array lookups, not a filtered table read per query
+    (over 100k sentences those reads took 60-90 ms; see docs/benchmarks.md).
+    """
+    def load() -> dict[str, Sentences]:
+        table = store.current_columns(tenant, _SENTENCE_COLUMNS, table="sentences")
+        if table is None or table.num_rows == 0:
+            return {}
+        docs = np.asarray(table["document_id"].to_pylist(), dtype=object)
+        column = table["vector"].combine_chunks()
+        vectors = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+        arrays = [table[c].to_numpy() for c in ("chunk_index", "start_char", "end_char", "section_index")]
+        order = np.argsort(docs, kind="stable")
+        docs = docs[order]
+        cuts = np.flatnonzero(docs[1:] != docs[:-1]) + 1
+        index = {}
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True):
+            rows = order[lo:hi]
+            index[docs[lo]] = _sentences(docs[lo], *(a[rows] for a in arrays), vectors[rows])
+        return index
+
+    return store.memo(("sentence index", tenant), load)
+
+
 def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion) -> dict[str, Sentences]:
-    """The sentences each expansion may need: a window around every hit, or whole documents
-    when the threshold is adaptive (it looks at every adjacent pair)."""
+    """The sentences each expansion may need. Current queries take whole documents from the
+    in-memory :func:`sentence_index`; an as-of query reads a window around every hit (whole
+    documents when the threshold is adaptive, which looks at every adjacent pair)."""
+    wanted = {h["document_id"] for h in hits}
+    if req.as_of is None:
+        index = sentence_index(req.store, req.tenant)
+        return {doc: index[doc] for doc in wanted if doc in index}
     reach = rule.fixed if rule.fixed is not None else rule.max_expand
     by_doc: dict[str, list[int]] = {}
     for h in hits:
@@ -157,32 +205,18 @@ def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion)
     clauses = []
     for doc, positions in by_doc.items():
         if rule.adaptive_quantile is not None:
-            clauses.append(f"document_id = {_lit(doc)}")
+            clauses.append(f"document_id = {sql_str(doc)}")
         else:
             ranges = " OR ".join(f"(chunk_index BETWEEN {p - reach} AND {p + reach})" for p in positions)
-            clauses.append(f"(document_id = {_lit(doc)} AND ({ranges}))")
+            clauses.append(f"(document_id = {sql_str(doc)} AND ({ranges}))")
     rows = req.store.chunks(req.tenant, table="sentences", as_of=req.as_of, with_vectors=True,
-                            columns=["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"],
-                            where=["(" + " OR ".join(clauses) + ")"]) if clauses else []
+                            columns=_SENTENCE_COLUMNS, where=["(" + " OR ".join(clauses) + ")"])
     grouped: dict[str, list[Mapping]] = {}
     for r in rows:
         grouped.setdefault(r["document_id"], []).append(r)
-    documents = {}
-    for doc, rs in grouped.items():
-        rs.sort(key=lambda r: r["chunk_index"])
-        documents[doc] = Sentences(
-            doc, np.array([r["chunk_index"] for r in rs]),
-            np.array([r["start_char"] for r in rs]), np.array([r["end_char"] for r in rs]),
-            np.array([r["section_index"] for r in rs]),
-            np.stack([_unit(r["vector"]) for r in rs]),
-        )
-    return documents
-
-
-def _lit(value: str) -> str:
-    from ragloom.store.filters import sql_str
-
-    return sql_str(value)
+    return {doc: _sentences(doc, *(np.array([r[c] for r in rs]) for c in _SENTENCE_COLUMNS[1:5]),
+                            np.stack([r["vector"] for r in rs]))
+            for doc, rs in grouped.items()}
 
 
 def rule_from(req: SearchRequest, *, fixed: bool) -> Expansion:
@@ -201,21 +235,26 @@ def rule_from(req: SearchRequest, *, fixed: bool) -> Expansion:
 
 def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[ScoredChunk]:
     top_k = int(req.options.get("top_k", req.options["settings"].sentences.top_k))
-    hits = req.store.vector_search(req.tenant, req.vector, top_k, lenses=req.lenses, as_of=req.as_of,
-                                   table="sentences")
+    vector = req.vector
+    with req.timed("sentence search"):
+        hits = req.store.vector_search(req.tenant, vector, top_k, lenses=req.lenses, as_of=req.as_of,
+                                       table="sentences")
     if not hits:
         if not req.store.has_table("sentences"):
             req.notes.append("no sentence index in this workspace: ingest with sentences.enabled = true")
         return []
-    documents = load_sentences(req, hits, rule)
-    # The hit's position in its document's loaded window.
-    seeds = []
-    for h in hits:
-        doc = documents[h["document_id"]]
-        position = int(np.searchsorted(doc.starts, h["start_char"]))
-        seeds.append((h["document_id"], position, float(h["_score"])))
-    spans = expand(seeds, documents, rule, _unit(req.vector), merge=bool(req.options.get("merge", True)))
-    texts = _document_texts(req, {s.document_id for s in spans})
+    with req.timed("load sentences"):
+        documents = load_sentences(req, hits, rule)
+    with req.timed("expand"):
+        # The hit's position in its document's loaded window.
+        seeds = []
+        for h in hits:
+            doc = documents[h["document_id"]]
+            position = int(np.searchsorted(doc.starts, h["start_char"]))
+            seeds.append((h["document_id"], position, float(h["_score"])))
+        spans = expand(seeds, documents, rule, _unit(vector), merge=bool(req.options.get("merge", True)))
+    with req.timed("load texts"):
+        texts = _document_texts(req, {s.document_id for s in spans})
     first_hit = {h["document_id"]: h for h in hits}
     results = []
     for span in spans[: req.limit]:
@@ -233,12 +272,12 @@ def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[Sco
 
 
 def replace_sentences(result: ScoredChunk, sentences: tuple[tuple[int, int], ...]) -> ScoredChunk:
-    from dataclasses import replace
-
     return replace(result, sentences=sentences)
 
 
 def _document_texts(req: SearchRequest, document_ids: set[str]) -> dict[str, str]:
+    if req.as_of is None:
+        return req.store.document_texts(req.tenant, document_ids)
     texts = {}
     for doc in document_ids:
         row = req.store.document(req.tenant, doc, as_of=req.as_of)

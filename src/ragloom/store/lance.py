@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -146,6 +146,9 @@ _PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP")
 _PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
 
 
+#: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
+TEXT_MEMO_CHARS = 64_000_000
+
 #: Chunk columns returned by searches (everything but the bulky ones).
 RESULT_COLUMNS = [
     "tenant_id", "document_id", "chunk_id", "version_id", "lens", "source_path", "title", "doc_type",
@@ -176,6 +179,29 @@ class LanceStore:
         self._db = _lancedb().connect(str(self.path))
         self._tables: dict[str, Any] = {}
         self._lock = threading.RLock()
+        self._memo: dict[Hashable, Any] = {}
+        self._memo_chars = 0
+
+    # -- derived data kept in memory ---------------------------------------------------------
+
+    def memo(self, key: Hashable, load: Callable[[], Any]) -> Any:  # noqa: ANN401
+        """``load()``, computed once and kept until the next write through this store.
+
+        For derived data a query would otherwise read again from the tables every time (the
+        sentence index's arrays, the context graph). Writes by other processes are not seen
+        by an open store anyway (LanceDB's default read consistency), so a write here is the
+        only thing that can make a kept value stale.
+        """
+        with self._lock:
+            if key not in self._memo:
+                self._memo[key] = load()
+            return self._memo[key]
+
+    def forget(self) -> None:
+        """Drop everything :meth:`memo` and :meth:`document_texts` keep (every write does)."""
+        with self._lock:
+            self._memo.clear()
+            self._memo_chars = 0
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -257,6 +283,7 @@ class LanceStore:
         close = close or {}
         stamp = sql_time(at)
         with self._lock:
+            self.forget()
             for name in DEPENDENT_TABLES:
                 if rows.get(name):
                     table = self._chunks(dim, name) if name != "mentions" else self._table(name, MENTION_SCHEMA)
@@ -295,7 +322,7 @@ class LanceStore:
         them to matter (searches cover unindexed rows anyway); returns whether it ran."""
         ran = False
         with self._lock:
-            for name in ("chunks", "documents"):
+            for name in ("documents", *DEPENDENT_TABLES, "edges"):
                 table = self._table(name)
                 if table is None:
                     continue
@@ -313,6 +340,7 @@ class LanceStore:
         already closed are opened again; a document left with two current versions keeps the
         newer. Returns the number of document versions repaired.
         """
+        self.forget()
         docs = self._table("documents")
         known = {r["version_id"] for r in self._select(docs, "TRUE", ["version_id"])} if docs is not None else set()
         orphans: dict[str, tuple[str, datetime]] = {}
@@ -320,7 +348,7 @@ class LanceStore:
             for r in self._select(self._table(name), "TRUE", ["doc_version_id", "document_id", "as_of"]):
                 if r["doc_version_id"] not in known:
                     orphans[r["doc_version_id"]] = (r["document_id"], r["as_of"])
-        for version, (document, moment) in orphans.items():
+        for document, moment in orphans.values():
             where = f"document_id = {sql_str(document)} AND superseded_at = {sql_time(moment)}"
             for name in DEPENDENT_TABLES:
                 table = self._table(name)
@@ -348,6 +376,7 @@ class LanceStore:
         docs = self._documents()
         removed = len({r["document_id"] for r in self._select(docs, where, ["document_id"])})
         with self._lock:
+            self.forget()
             docs.delete(where)
             for name in DEPENDENT_TABLES:
                 table = self._table(name)
@@ -364,6 +393,7 @@ class LanceStore:
     def drop_derived(self) -> None:
         """Remove every table but documents (reindex rebuilds them from the documents table)."""
         with self._lock:
+            self.forget()
             for name in (*DEPENDENT_TABLES, "edges"):
                 if self._table(name) is not None:
                     self._db.drop_table(name)
@@ -378,9 +408,28 @@ class LanceStore:
     def edges(self, tenant: str) -> list[dict[str, Any]]:
         return self._select(self._table("edges"), f"tenant_id = {sql_str(tenant)}")
 
+    def edges_among(self, tenant: str, chunk_ids: Iterable[str], *,
+                    skip_types: Iterable[str] = ()) -> list[tuple[str, str, str, float]]:
+        """``(src, dst, type, weight)`` for the stored edges with both ends in ``chunk_ids``.
+
+        Reads only the rows it needs, so relating a query's candidates costs milliseconds
+        whatever the graph's size; ``skip_types`` leaves out edge types (the clique ones, say).
+        """
+        ids = set(chunk_ids)
+        table = self._table("edges")
+        if table is None or not ids:
+            return []
+        where = f"tenant_id = {sql_str(tenant)} AND {sql_in('src', ids)} AND {sql_in('dst', ids)}"
+        skip = set(skip_types)
+        if skip:
+            where += f" AND NOT {sql_in('type', skip)}"
+        rows = self._select(table, where, columns=["src", "dst", "type", "weight"])
+        return [(r["src"], r["dst"], r["type"], float(r["weight"])) for r in rows]
+
     def replace_edges(self, tenant: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """All of a tenant's edges, replaced (a full graph build)."""
         with self._lock:
+            self.forget()
             table = self._table("edges", EDGE_SCHEMA)
             table.delete(f"tenant_id = {sql_str(tenant)}")
             if rows:
@@ -391,6 +440,7 @@ class LanceStore:
         """Drop the edges an incremental update recomputes, then add its new ones."""
         chunks, documents, lenses = set(chunks), set(documents), set(lenses)
         with self._lock:
+            self.forget()
             table = self._table("edges", EDGE_SCHEMA)
             parts = []
             if chunks:
@@ -418,6 +468,35 @@ class LanceStore:
         where = scope(tenant, as_of=as_of, extra=[f"document_id = {sql_str(document_id)}"])
         rows = self._select(self._documents(), where, None if with_text else _DOC_COLUMNS)
         return max(rows, key=lambda r: r["version_sequence"]) if rows else None
+
+    def document_texts(self, tenant: str, document_ids: Iterable[str]) -> dict[str, str]:
+        """The current text of each document, read in one query and kept in memory until the
+        next write (at most ``TEXT_MEMO_CHARS`` characters are kept)."""
+        out: dict[str, str] = {}
+        missing = []
+        with self._lock:
+            for doc in set(document_ids):
+                key = ("text", tenant, doc)
+                if key in self._memo:
+                    out[doc] = self._memo[key]
+                else:
+                    missing.append(doc)
+        if not missing:
+            return out
+        rows = self._select(self._documents(), scope(tenant, extra=[sql_in("document_id", missing)]),
+                            ["document_id", "version_sequence", "text"])
+        for r in sorted(rows, key=lambda r: r["version_sequence"]):
+            out[r["document_id"]] = r["text"] or ""
+        with self._lock:
+            if self._memo_chars > TEXT_MEMO_CHARS:
+                for key in [k for k in self._memo if isinstance(k, tuple) and k[0] == "text"]:
+                    del self._memo[key]
+                self._memo_chars = 0
+            for doc in missing:
+                if doc in out:
+                    self._memo[("text", tenant, doc)] = out[doc]
+                    self._memo_chars += len(out[doc])
+        return out
 
     def lenses(self, tenant: str, *, as_of: datetime | None = None) -> set[str]:
         """The lenses that have chunks for ``tenant`` (at ``as_of``)."""
@@ -453,6 +532,14 @@ class LanceStore:
         if cols is None:
             cols = None if with_vectors else [f for f in chunk_schema(1).names if f != "vector"]
         return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
+
+    def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks") -> pa.Table | None:
+        """``columns`` of the tenant's current rows of ``table`` as one Arrow table (no per-row
+        dicts, so a 100k-row read stays fast), or None when the table does not exist."""
+        t = self._table(table)
+        if t is None:
+            return None
+        return t.search().where(scope(tenant)).select(list(columns)).limit(None).to_arrow()
 
     def mentions(self, tenant: str, *, document_ids: Iterable[str] | None = None, entity_ids: Iterable[str] | None = None,
                  lenses: Iterable[str] | None = None, as_of: datetime | None = None) -> list[dict[str, Any]]:
