@@ -151,15 +151,13 @@ def chunk_qualities(chunks: Sequence[Chunk], sentence_spans: Sequence[tuple[int,
     return out
 
 
-def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, previous: Mapping[str, Any] | None,
-              summary: str, at: datetime, strategy: str, embed_kind: str, entities: Sequence[str] = (),
-              quality: ChunkQuality | None = None, key_terms: Sequence[str] = (),
-              time_refs: Sequence[str] = (), indexed: str | None = None) -> dict[str, Any]:
-    issues = quality.issues if quality is not None else chunk.issues
+def _version_fields(doc: Document, version: str, previous: Mapping[str, Any] | None, at: datetime, summary: str,
+                    digest: str) -> dict[str, Any]:
+    """The version columns every document and chunk row shares: a create, or an update of ``previous``."""
     return {
         "tenant_id": doc.tenant,
         "document_id": doc.document_id,
-        "version_id": new_id(),
+        "version_id": version,
         "version_sequence": (previous["version_sequence"] + 1) if previous else 1,
         "previous_version_id": previous["version_id"] if previous else None,
         "change_type": CREATE if previous is None else UPDATE,
@@ -168,12 +166,22 @@ def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, 
         "superseded_at": None,
         "created_at": previous["created_at"] if previous else at,
         "updated_at": at,
-        "content_hash": chunk.content_hash,
+        "content_hash": digest,
         "lens": doc.lens,
         "source_path": doc.source_path,
         "title": doc.title,
         "doc_type": doc.doc_type,
         "document_date": doc.document_date,
+    }
+
+
+def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, previous: Mapping[str, Any] | None,
+              summary: str, at: datetime, strategy: str, embed_kind: str, entities: Sequence[str] = (),
+              quality: ChunkQuality | None = None, key_terms: Sequence[str] = (),
+              time_refs: Sequence[str] = (), indexed: str | None = None) -> dict[str, Any]:
+    issues = quality.issues if quality is not None else chunk.issues
+    return {
+        **_version_fields(doc, new_id(), previous, at, summary, chunk.content_hash),
         "chunk_id": chunk.chunk_id,
         "doc_version_id": version,
         "text": chunk.text,
@@ -213,23 +221,7 @@ def tombstone(old: Mapping[str, Any], version: str, at: datetime) -> dict[str, A
 def document_row(doc: Document, version: str, previous: Mapping[str, Any] | None, at: datetime, chunks: int,
                  summary: str) -> dict[str, Any]:
     return {
-        "tenant_id": doc.tenant,
-        "document_id": doc.document_id,
-        "version_id": version,
-        "version_sequence": (previous["version_sequence"] + 1) if previous else 1,
-        "previous_version_id": previous["version_id"] if previous else None,
-        "change_type": CREATE if previous is None else UPDATE,
-        "change_summary": summary,
-        "as_of": at,
-        "superseded_at": None,
-        "created_at": previous["created_at"] if previous else at,
-        "updated_at": at,
-        "content_hash": content_hash(doc.text),
-        "lens": doc.lens,
-        "source_path": doc.source_path,
-        "title": doc.title,
-        "doc_type": doc.doc_type,
-        "document_date": doc.document_date,
+        **_version_fields(doc, version, previous, at, summary, content_hash(doc.text)),
         "media_type": doc.media_type,
         "modified_at": doc.modified_at,
         "file_hash": doc.file_hash,

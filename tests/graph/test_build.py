@@ -152,3 +152,37 @@ def test_ingest_reports_relationships(tmp_path: Path, materials: Path) -> None:
     assert report.relationships == len(engine.store.edges("default")) > 0
     disabled = Engine(tmp_path / "ws2", settings=fast_settings(**{"graph.enabled": False}), embedder=HashingEmbedder())
     assert disabled.ingest(materials / "engineering", lens="engineering").relationships == 0
+
+
+def test_similar_pairs_in_a_crowded_region_of_high_dimensional_vectors() -> None:
+    # A corpus's repeated boilerplate: one region holds 3,000 of 8,000 vectors, all alike. It
+    # gets many cells rather than one huge one (which would cost the square of its size), so
+    # not every pair inside it is compared; every chunk there still gets its max_similar
+    # neighbours, and the pairs elsewhere are all found.
+    from ragloom.graph.build import CELL_SIZE, _cells, _ivf_pairs, _matrix
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(41, 384))
+    crowded = centres[0] + rng.normal(scale=0.6, size=(3000, 384))
+    others = [centres[i] + rng.normal(scale=0.3, size=(125, 384)) for i in range(1, 41)]
+    vectors = np.concatenate([crowded, *others])
+    nodes = [node(str(i), f"d{i}", "x", 0, vector=v) for i, v in enumerate(vectors)]
+    cells, probes = _cells(_matrix(nodes))
+    assert np.bincount(probes[:, 0], minlength=cells).max() <= 3 * CELL_SIZE
+    assert (probes[:, 0] >= 0).all() and probes.max() < cells
+
+    settings = GraphSettings(similarity_threshold=0.7, max_similar=32)
+    edges = similar_edges(nodes, settings)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    degree = np.zeros(len(nodes), dtype=int)
+    for e in edges:
+        a, b = int(e.src), int(e.dst)
+        assert e.weight == pytest.approx(float(unit[a] @ unit[b]), abs=1e-4) and e.weight > 0.7
+        degree[a] += 1
+        degree[b] += 1
+    assert (degree[:3000] >= settings.max_similar).all()
+    # The search itself, before max_similar: the pairs outside the crowded region.
+    i, j, _ = _ivf_pairs(_matrix(nodes), 0.7)
+    found = {(min(a, b), max(a, b)) for a, b in zip(i.tolist(), j.tolist(), strict=True) if min(a, b) >= 3000}
+    truth = {(a, b) for a in range(3000, len(nodes)) for b in np.flatnonzero(unit[a + 1 :] @ unit[a] > 0.7) + a + 1}
+    assert len(truth) > 100_000 and len(truth & found) / len(truth) > 0.97

@@ -4,8 +4,9 @@
 type                    condition                                   how pairs are found
 ======================  ==========================================  ===========================
 ``SIMILAR_TO``          cosine of the embeddings above a threshold   blocked exact search up to
-                                                                     5,000 chunks, an inverted-
-                                                                     file index (k-means cells,
+                                                                     5,000 chunks, a two-level
+                                                                     inverted-file index (k-means
+                                                                     regions split into cells,
                                                                      three probed) beyond
 ``SAME_SOURCE``         same document                               grouping; materialised only
                                                                      up to ``source_clique_bound``
@@ -28,6 +29,7 @@ several relations at once; all are kept (one edge per type).
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -132,51 +134,83 @@ def _top(sims: np.ndarray, count: int) -> np.ndarray:
     return np.take_along_axis(top, order, axis=1)
 
 
-def _cells(matrix: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Spherical k-means cells of about ``CELL_SIZE`` vectors, and the ``PROBES`` nearest cells
-    of every vector (nearest first).
+def _project(matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Unit vectors in a random ``PROJECTION``-dimensional projection (when that is smaller):
+    cells are coarse, and the nearest cells found there are nearly always the nearest ones,
+    at a sixth of the cost of comparing full vectors."""
+    if matrix.shape[1] <= 2 * PROJECTION:
+        return matrix
+    seen = matrix @ rng.normal(size=(matrix.shape[1], PROJECTION)).astype(np.float32)
+    return seen / np.linalg.norm(seen, axis=1, keepdims=True).clip(1e-12)
 
-    Assigning vectors to cells compares each with every centroid, a cost that grows with the
-    square of the corpus; a random projection to 64 dimensions keeps it small up to a few
-    hundred thousand chunks. The comparisons within cells grow linearly.
+
+def _grouped(labels: np.ndarray, k: int) -> list[np.ndarray]:
+    """Row numbers per label ``0..k-1``, from one sort."""
+    order = np.argsort(labels, kind="stable")
+    bounds = np.searchsorted(labels[order], np.arange(k + 1))
+    return [order[bounds[c] : bounds[c + 1]] for c in range(k)]
+
+
+def _cells(matrix: np.ndarray, seed: int = 0) -> tuple[int, np.ndarray]:
+    """Cells of about ``CELL_SIZE`` vectors, and the ``PROBES`` nearest cells of every vector
+    (nearest first; ``-1`` where fewer exist).
+
+    Two levels, so that no step compares every vector with every cell (which would grow with
+    the square of the corpus): about sqrt(n / CELL_SIZE) coarse regions from spherical k-means,
+    each region split into as many cells as its size needs (so a crowded region, such as a
+    corpus's repeated boilerplate, gets more cells instead of one huge cell), and every vector
+    probes the cells of its two nearest regions only.
     """
     rng = np.random.default_rng(seed)
-    k = max(2, len(matrix) // CELL_SIZE)
-    # Eight sample points per centroid place coarse cells well enough; more only costs time.
-    sample = matrix[rng.choice(len(matrix), size=min(len(matrix), max(2000, 8 * k)), replace=False)]
-    centroids = _kmeans(sample, k, rng, iterations=4)
-    # Cells are coarse: nearest cells found in a random 64-dimensional projection are nearly
-    # always the nearest ones, at a sixth of the cost of comparing full vectors.
-    if matrix.shape[1] > 2 * PROJECTION:
-        projection = rng.normal(size=(matrix.shape[1], PROJECTION)).astype(np.float32)
-        matrix, centroids_seen = matrix @ projection, centroids @ projection
-    else:
-        centroids_seen = centroids
-    probes = np.concatenate([_top(matrix[lo : lo + 8192] @ centroids_seen.T, PROBES)
-                             for lo in range(0, len(matrix), 8192)])
-    return centroids, probes
-
-
-def _by_cell(cells: np.ndarray, k: int) -> list[np.ndarray]:
-    """For each cell, the row numbers whose ``cells`` value is that cell (one sort, no scans)."""
-    rows = np.repeat(np.arange(cells.shape[0]), cells.shape[1]) if cells.ndim == 2 else np.arange(len(cells))
-    flat = cells.ravel()
-    order = np.argsort(flat, kind="stable")
-    bounds = np.searchsorted(flat[order], np.arange(k + 1))
-    return [rows[order[bounds[c] : bounds[c + 1]]] for c in range(k)]
+    seen = _project(matrix, rng)
+    n = len(seen)
+    regions = max(1, min(n, round(math.sqrt(n / CELL_SIZE))))
+    sample = seen[rng.choice(n, size=min(n, max(2000, 16 * regions)), replace=False)]
+    # Eight or more sample points per centroid place coarse cells well enough; more only costs time.
+    region_centroids = _kmeans(sample, regions, rng, iterations=4)
+    nearest = np.concatenate([_top(seen[lo : lo + 8192] @ region_centroids.T, min(2, regions))
+                              for lo in range(0, n, 8192)])
+    cells, offsets = [], [0]
+    for members in _grouped(nearest[:, 0], regions):
+        k = max(1, math.ceil(len(members) / CELL_SIZE)) if len(members) else 0
+        if k:
+            pick = members[rng.choice(len(members), size=min(len(members), max(8 * k, 256)), replace=False)]
+            cells.append(_kmeans(seen[pick], min(k, len(pick)), rng, iterations=4))
+        else:
+            cells.append(np.zeros((0, seen.shape[1]), dtype=np.float32))
+        offsets.append(offsets[-1] + len(cells[-1]))
+    # Each vector's best PROBES cells within each of its regions, then the best PROBES of those.
+    width = nearest.shape[1] * PROBES
+    found = np.full((n, width), -1, dtype=np.int64)
+    sims_found = np.full((n, width), -np.inf, dtype=np.float32)
+    for w in range(nearest.shape[1]):
+        for region, rows in enumerate(_grouped(nearest[:, w], regions)):
+            centroids = cells[region]
+            if len(rows) == 0 or len(centroids) == 0:
+                continue
+            sims = seen[rows] @ centroids.T
+            best = _top(sims, PROBES)
+            cols = slice(w * PROBES, w * PROBES + best.shape[1])
+            found[rows, cols] = best + offsets[region]
+            sims_found[rows, cols] = np.take_along_axis(sims, best, axis=1)
+    choice = np.argsort(-sims_found, axis=1, kind="stable")[:, :PROBES]
+    return offsets[-1], np.take_along_axis(found, choice, axis=1)
 
 
 def _ivf_pairs(matrix: np.ndarray, threshold: float) -> Pairs:
     """Pairs above ``threshold``: every vector is compared with the members of its nearest
     ``PROBES`` cells only, so the comparisons grow linearly with the number of vectors."""
-    centroids, probes = _cells(matrix)
+    k, probes = _cells(matrix)
     # Rows sorted by cell make each cell's members one contiguous slice: no gathering copies.
-    order = np.argsort(probes[:, 0], kind="stable")
+    members_of = _grouped(probes[:, 0], k)
+    order = np.concatenate(members_of)
     ordered = matrix[order]
-    bounds = np.searchsorted(probes[order, 0], np.arange(len(centroids) + 1))
-    queries = _by_cell(probes, len(centroids))  # each vector is compared with each probed cell
+    bounds = np.cumsum([0] + [len(m) for m in members_of])
+    # For each cell, the vectors that probe it (a missing probe, -1, goes to a dummy cell k).
+    rows = np.repeat(np.arange(len(probes)), probes.shape[1])
+    queries = [rows[g] for g in _grouped(np.where(probes < 0, k, probes).ravel(), k + 1)]
     parts = []
-    for c in range(len(centroids)):
+    for c in range(k):
         lo_c, hi_c = bounds[c], bounds[c + 1]
         if hi_c == lo_c:
             continue
