@@ -111,8 +111,10 @@ class BoundaryChunker(Chunker):
         if allowed is not None:
             candidates = [c for c in candidates if allowed(c)]
         near = [c for c in candidates if abs(c - target) <= band]
-        if near:
+        if len(near) > 1:
             return content_defined(text, near)
+        if near:
+            return near[0]
         return closest(candidates, target, None)
 
     def _next_start(self, text: str, start: int, cut: int, protected: Protected) -> int:
@@ -125,7 +127,7 @@ class BoundaryChunker(Chunker):
         nxt = max(text.rfind(" ", start + 1, goal), text.rfind("\n", start + 1, goal)) + 1
         if nxt <= start + 1:
             nxt = goal
-        span = protected.containing(nxt)
+        span = protected.containing(nxt) if protected else None
         if span is not None:
             nxt = span[0] if span[0] > start else span[1]
         nxt = trim(text, nxt, len(text))[0]

@@ -168,7 +168,7 @@ def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
 
     Read from the sentences table in one Arrow scan and kept by the store until its next
     write, so that growing windows costs array lookups, not a filtered table read per query
-    (over 100k sentences those reads took 60-90 ms; see docs/benchmarks.md).
+    (over 100k sentences those reads took 65-140 ms; see docs/benchmarks.md).
     """
     def load() -> dict[str, Sentences]:
         table = store.current_columns(tenant, _SENTENCE_COLUMNS, table="sentences")

@@ -181,6 +181,7 @@ class LanceStore:
         self._lock = threading.RLock()
         self._memo: dict[Hashable, Any] = {}
         self._memo_chars = 0
+        self._generation = 0  # counts forget() calls: a read older than the last write is not kept
 
     # -- derived data kept in memory ---------------------------------------------------------
 
@@ -202,6 +203,7 @@ class LanceStore:
         with self._lock:
             self._memo.clear()
             self._memo_chars = 0
+            self._generation += 1
 
     # -- tables ------------------------------------------------------------------------------
 
@@ -475,6 +477,7 @@ class LanceStore:
         out: dict[str, str] = {}
         missing = []
         with self._lock:
+            generation = self._generation
             for doc in set(document_ids):
                 key = ("text", tenant, doc)
                 if key in self._memo:
@@ -488,6 +491,8 @@ class LanceStore:
         for r in sorted(rows, key=lambda r: r["version_sequence"]):
             out[r["document_id"]] = r["text"] or ""
         with self._lock:
+            if generation != self._generation:
+                return out  # a write came in while reading: use the texts, keep none
             if self._memo_chars > TEXT_MEMO_CHARS:
                 for key in [k for k in self._memo if isinstance(k, tuple) and k[0] == "text"]:
                     del self._memo[key]
