@@ -81,3 +81,16 @@ def test_query_with_a_budget_returns_the_optimised_context(loaded: Engine) -> No
 def test_organize_without_budget_uses_the_default_budget(loaded: Engine) -> None:
     c = loaded.query("roadmap priorities", organize="edges").context
     assert c is not None and c.strategy == "edges" and c.budget == 3500
+
+
+def test_graph_mode_from_memory_equals_reading_rows(loaded: Engine) -> None:
+    # Current queries score neighbours from in-memory vectors; an as-of query reads their rows.
+    from datetime import UTC, datetime, timedelta
+
+    text = "When will the QuickBooks catalog integration ship?"
+    now = loaded.query(text, mode="graph", k=30)
+    later = loaded.query(text, mode="graph", k=30, as_of=datetime.now(UTC) + timedelta(seconds=1))
+    assert [(r.chunk_id, round(r.score, 6), r.via) for r in now] == \
+        [(r.chunk_id, round(r.score, 6), r.via) for r in later]
+    assert [(r.text, r.start, r.end) for r in now] == [(r.text, r.start, r.end) for r in later]
+    assert {"expand", "score neighbours", "rank"} <= set(now.timings)

@@ -122,6 +122,19 @@ def to_scored(row: Mapping[str, Any], score: float, retriever: str, *, scores: M
     )
 
 
+def unit(vector: Any) -> np.ndarray:  # noqa: ANN401 - any array-like
+    """``vector`` as float32 with length 1 (a zero vector stays zero)."""
+    v = np.asarray(vector, dtype=np.float32)
+    return v / (np.linalg.norm(v) or 1.0)
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Every row of ``vectors`` as float32 with length 1 (zero rows stay zero)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1.0, norms)
+
+
 def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], *, k: int = 60,
                            weights: Mapping[str, float] | None = None) -> list[tuple[Mapping[str, Any], float, dict[str, float]]]:
     """Fuse ranked row lists: score = sum over lists of weight / (k + rank), rank from 1.

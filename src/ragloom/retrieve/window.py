@@ -23,9 +23,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ragloom.retrieve.base import SearchRequest, mode, to_scored
+from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit, unit_rows
 from ragloom.store.filters import sql_str
-from ragloom.store.lance import LanceStore
+from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.types import ScoredChunk
 
 
@@ -142,25 +142,15 @@ def expand(seeds: Sequence[tuple[str, int, float]], documents: Mapping[str, Sent
 # -- the retrieval modes ----------------------------------------------------------------------------
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    v = np.asarray(v, dtype=np.float32)
-    return v / (np.linalg.norm(v) or 1.0)
-
-
 #: Columns of the sentence index that expansion reads.
 _SENTENCE_COLUMNS = ["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"]
-
-
-def _unit_rows(vectors: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
 
 
 def _sentences(doc: str, positions: np.ndarray, starts: np.ndarray, ends: np.ndarray, sections: np.ndarray,
                vectors: np.ndarray) -> Sentences:
     order = np.argsort(positions, kind="stable")
     return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
-                     _unit_rows(np.asarray(vectors, dtype=np.float32)[order]))
+                     unit_rows(np.asarray(vectors)[order]))
 
 
 def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
@@ -175,8 +165,7 @@ def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
         if table is None or table.num_rows == 0:
             return {}
         docs = np.asarray(table["document_id"].to_pylist(), dtype=object)
-        column = table["vector"].combine_chunks()
-        vectors = column.values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+        vectors = vector_matrix(table)
         arrays = [table[c].to_numpy() for c in ("chunk_index", "start_char", "end_char", "section_index")]
         order = np.argsort(docs, kind="stable")
         docs = docs[order]
@@ -252,7 +241,7 @@ def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[Sco
             doc = documents[h["document_id"]]
             position = int(np.searchsorted(doc.starts, h["start_char"]))
             seeds.append((h["document_id"], position, float(h["_score"])))
-        spans = expand(seeds, documents, rule, _unit(vector), merge=bool(req.options.get("merge", True)))
+        spans = expand(seeds, documents, rule, unit(vector), merge=bool(req.options.get("merge", True)))
     with req.timed("load texts"):
         texts = _document_texts(req, {s.document_id for s in spans})
     first_hit = {h["document_id"]: h for h in hits}

@@ -610,5 +610,11 @@ class LanceStore:
         }
 
 
+def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
+    """A fixed-size-list column of an Arrow table as one (rows, dim) float32 array."""
+    values = table[column].combine_chunks()
+    return values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
