@@ -6,7 +6,7 @@ The throughput, ingest, re-ingest, graph and window benchmarks need the document
 (``bash ../shared/data/get_doc_corpus.sh bench/data/doc-corpus``, which needs a Debian package
 mirror); ``--skip-corpus`` runs only the ones that do not. Each benchmark writes
 ``bench/results/<name>.json``; the ``ragloom eval`` suites write ``docs/eval``. One at a time:
-they measure speed, and the machine has two cores. Expect about an hour for everything.
+they measure speed, and the machine has two cores. Everything takes under an hour.
 """
 
 from __future__ import annotations
