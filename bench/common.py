@@ -6,11 +6,11 @@ import json
 import platform
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from ragloom.evaluate.report import markdown_table as markdown_table  # re-exported for the benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -31,14 +31,17 @@ def doc_corpus(path: Path | None = None) -> list[Path]:
     return files
 
 
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    """The fastest of ``repeats`` runs, in seconds: the least disturbed by other load."""
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def sample_corpus(path: Path | None, documents: int) -> list[Path]:
+    """Every ninth file of :func:`doc_corpus`, at most ``documents`` of them."""
+    return doc_corpus(path)[::9][:documents]
+
+
+def stage(files: list[Path], folder: Path) -> None:
+    """Copy ``files`` into ``folder`` (created if need be) as ``0000-<name>``, ``0001-<name>``, ...:
+    numbered, since names repeat across the corpus."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, f in enumerate(files):
+        (folder / f"{i:04d}-{f.name}").write_bytes(f.read_bytes())
 
 
 def environment() -> dict[str, Any]:
@@ -67,8 +70,3 @@ def save(name: str, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"environment": environment(), **data}, indent=2, default=str) + "\n", encoding="utf-8")
     return path
 
-
-def markdown_table(headers: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines)

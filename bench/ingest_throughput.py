@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import MATERIALS, doc_corpus, markdown_table, save
+from common import MATERIALS, markdown_table, sample_corpus, save, stage
 from ragloom.config import Settings
 from ragloom.engine import Engine
 
@@ -64,12 +64,10 @@ def main() -> None:
     # converters, about 2 s); the second shows the steady state. Both are reported.
     cold = run("sample materials, cold process", lenses, settings)
     sample = run("sample materials", lenses, settings)
-    files = doc_corpus(args.corpus)[::9][: args.documents]
+    files = sample_corpus(args.corpus, args.documents)
     with tempfile.TemporaryDirectory() as tmp:
-        staging = Path(tmp)
-        for i, f in enumerate(files):
-            (staging / f"{i:04d}-{f.name}").write_bytes(f.read_bytes())
-        corpus = run(f"{len(files)} corpus documents", [(staging, "engineering")], settings)
+        stage(files, Path(tmp))
+        corpus = run(f"{len(files)} corpus documents", [(Path(tmp), "engineering")], settings)
     rows = [[r["label"], r["documents"], r["chunks"], f"{r['chunks_per_s']:.2f}", f"{r['seconds']:.1f}",
              f"{r['non_embedding_share']:.1%}", f"{r['reingest_speedup']:.0f}x"] for r in (cold, sample, corpus)]
     table = markdown_table(["corpus", "documents", "chunks", "chunks/s", "seconds", "not embedding",

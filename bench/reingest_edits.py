@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import doc_corpus, markdown_table, save
+from common import doc_corpus, markdown_table, sample_corpus, save, stage
 from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
@@ -24,12 +24,6 @@ from ragloom.enrich.entities import EntityExtractor, Gazetteer
 
 MARK = "This sentence was added by the edit benchmark."
 PARAGRAPH = re.compile(r"(?:^|\n\n)([^\n#`|][^\n]{40,}(?:\n[^\n#`|][^\n]*)*)")
-
-
-def stage(files: list[Path], folder: Path) -> None:
-    folder.mkdir(parents=True)
-    for i, f in enumerate(files):
-        (folder / f"{i:04d}-{f.name}").write_bytes(f.read_bytes())
 
 
 def edit_paragraphs(folder: Path, share: float, rng: random.Random) -> tuple[int, int]:
@@ -118,7 +112,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip-timing", action="store_true", help="skip the real-model unchanged re-ingest run")
     args = parser.parse_args()
-    files = doc_corpus(args.corpus)[::9][: args.documents]
+    files = sample_corpus(args.corpus, args.documents)
     edits = [edit_run(files, strategy, args.share, args.seed) for strategy in ("token", "boundary")]
     unchanged = None if args.skip_timing else unchanged_run(files)
     extraction = extraction_run(doc_corpus(args.corpus), Path(__file__).resolve().parents[1] / "examples" / "entities.toml")

@@ -27,6 +27,7 @@ from ragloom.errors import (
     MissingExtraError,
     RagloomError,
     StoreError,
+    UnknownChunkError,
     UnknownNameError,
     WorkspaceMismatchWarning,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "StoreError",
     "TokenChunker",
     "TokenCounter",
+    "UnknownChunkError",
     "UnknownNameError",
     "WorkspaceMismatchWarning",
     "__version__",

@@ -63,6 +63,11 @@ def _errors() -> Iterator[None]:
         raise typer.Exit(2) from None
 
 
+def _print_json(data: Any) -> None:  # noqa: ANN401 - anything json can write
+    """``--json`` output: indented, UTF-8 as is, dates and paths as strings, no colour."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
 def _print_warnings(warnings: list[str]) -> None:
     for warning in warnings:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -126,7 +131,7 @@ def ingest(
         with _progress(not as_json) as progress:
             report = engine.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress)
     if as_json:
-        console.print_json(json.dumps(report.to_dict(), default=str))
+        _print_json(report.to_dict())
     else:
         console.print(
             f"[bold]{report.files}[/] files: [green]{report.added} added[/], [cyan]{report.updated} updated[/], "
@@ -193,7 +198,7 @@ def query(
         result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
                               organize=organize, optimize=show_context)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, default=str, indent=2) + "\n")
+        _print_json(result.to_dict())
         return
     _print_warnings(result.warnings)
     for note in result.notes:
@@ -246,7 +251,7 @@ def stats(as_json: JsonOpt = False, tenant: TenantOpt = None, workspace: Workspa
     with _errors():
         data = _engine(workspace, config).stats(tenant=tenant)
     if as_json:
-        console.print_json(json.dumps(data, default=str))
+        _print_json(data)
         return
     _print_warnings(data["warnings"])
     console.print(f"[bold]{escape(data['workspace'])}[/] (tenant {escape(data['tenant'])}): {data['documents']} documents, "
@@ -295,7 +300,7 @@ def history(path: Annotated[Path, typer.Argument(help="A document's file path.")
     with _errors():
         rows = _engine(workspace, config).history(path, tenant=tenant)
     if as_json:
-        console.print_json(json.dumps(rows, default=str))
+        _print_json(rows)
         return
     if not rows:
         console.print(f"no versions of {escape(str(path))} in this workspace")
@@ -322,7 +327,7 @@ def quality(
     with _errors():
         report = _engine(workspace, config).quality(tenant=tenant, lens=lens, worst=worst)
     if as_json:
-        sys.stdout.write(json.dumps(report, ensure_ascii=False, indent=2, default=str) + "\n")
+        _print_json(report)
         return
     if not report["scored"]:
         console.print("no scored chunks: ingest something first")
@@ -358,7 +363,7 @@ def entities(
     with _errors():
         rows = _engine(workspace, config).entities(tenant=tenant, lens=lens, type=type_)[:limit]
     if as_json:
-        sys.stdout.write(json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
+        _print_json(rows)
         return
     table = Table()
     for column in ("entity", "type", "mentions", "documents", "lenses", "aliases seen"):
@@ -382,7 +387,7 @@ def backrefs(
     with _errors():
         refs = _engine(workspace, config).back_references(chunk_id, tenant=tenant, limit=limit)
     if as_json:
-        sys.stdout.write(json.dumps([r.to_dict() for r in refs], ensure_ascii=False, indent=2) + "\n")
+        _print_json([r.to_dict() for r in refs])
         return
     if not refs:
         console.print("this chunk mentions no entity that another chunk mentions")
@@ -414,7 +419,7 @@ def graph_stats(tenant: TenantOpt = None, as_json: JsonOpt = False, workspace: W
     with _errors():
         stats = _engine(workspace, config).graph(tenant=tenant).stats()
     if as_json:
-        console.print_json(json.dumps(stats))
+        _print_json(stats)
         return
     console.print(f"[bold]{stats['nodes']}[/] nodes, [bold]{stats['edges']}[/] edges, density {stats['density']:.3f}, "
                   f"{stats['components']} connected components")
@@ -431,13 +436,9 @@ def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'r
                as_json: JsonOpt = False, workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     """A chunk's attributes and its relations."""
     with _errors():
-        graph = _engine(workspace, config).graph(tenant=tenant)
-        if chunk_id not in graph.graph:
-            err.print(f"[bold red]error:[/] no chunk {escape(chunk_id)!s} in the graph; take ids from 'ragloom query --json'")
-            raise typer.Exit(2)
-        node = graph.show(chunk_id, limit=limit)
+        node = _engine(workspace, config).graph(tenant=tenant).show(chunk_id, limit=limit)
     if as_json:
-        console.print_json(json.dumps(node, default=str))
+        _print_json(node)
         return
     console.print(f"[bold]{escape(node['source_name'])}[/] › {escape(node['section_path'])} [magenta]{node['lens']}[/] "
                   f"(chunk {node['chunk_index'] + 1} of {node['total_chunks']}, {node['token_count']} tokens)")
@@ -479,7 +480,7 @@ def contradictions(
     with _errors():
         found = _engine(workspace, config).contradictions(topic=topic, tenant=tenant, limit=limit, lenses=lens)
     if as_json:
-        sys.stdout.write(json.dumps([c.to_dict() for c in found], ensure_ascii=False, indent=2) + "\n")
+        _print_json([c.to_dict() for c in found])
         return
     if not found:
         console.print("no contradictions found")
@@ -511,7 +512,7 @@ def eval_(
             result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit,
                                       progress=lambda message: status.update(f"{suite}: {message}"))
     if as_json:
-        sys.stdout.write(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, default=str) + "\n")
+        _print_json(result.to_dict())
         return
     sys.stdout.write(result.table() + "\n")
     for note in result.notes:

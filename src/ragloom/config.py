@@ -16,8 +16,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from ragloom.embed.local import DEFAULT_MODEL
 from ragloom.errors import ConfigError
 from ragloom.parse.doctype import DEFAULT_RULES
+from ragloom.tokens import DEFAULT_TOKENIZER
 
 CONFIG_FILENAME = "ragloom.toml"
 ENV_PREFIX = "RAGLOOM_"
@@ -38,7 +40,7 @@ class _Section(BaseModel):
 
 class ChunkingSettings(_Section):
     strategy: str = "token"
-    tokenizer: str = "cl100k_base"
+    tokenizer: str = DEFAULT_TOKENIZER
     chunk_size: int = Field(1024, ge=1, description="token strategy: tokens per chunk")
     chunk_overlap: int = Field(150, ge=0, description="token strategy: tokens shared by neighbours")
     boundary_window: float = Field(0.15, ge=0, lt=1, description="token strategy: tail share searched for a sentence end")
@@ -72,7 +74,7 @@ class DocTypeSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    model: str = "all-MiniLM-L6-v2"
+    model: str = DEFAULT_MODEL
     embed_text: Literal["contextual", "naked"] = "contextual"
     batch_size: int = Field(32, ge=1)
     device: str = "cpu"

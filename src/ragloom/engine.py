@@ -6,11 +6,10 @@ The CLI and the UI call this and nothing else. Everything here composes the pure
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -42,6 +41,7 @@ from ragloom.errors import (
     LoadError,
     RagloomError,
     StoreError,
+    UnknownChunkError,
     WorkspaceMismatchWarning,
 )
 from ragloom.graph import (
@@ -53,13 +53,13 @@ from ragloom.graph import (
     term_counts,
     update_edges,
 )
-from ragloom.load import document_id, iter_files, load_document, validate_name
+from ragloom.load import document_id, file_hash, iter_files, load_document, validate_name
 from ragloom.parse.doctype import DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
 from ragloom.retrieve import SearchRequest, get_mode
 from ragloom.retrieve.base import age_decay
 from ragloom.store.lance import LanceStore
-from ragloom.types import Chunk, Document, ScoredChunk
+from ragloom.types import Chunk, Document, ScoredChunk, Section
 from ragloom.versions import DELETE
 from ragloom.workspace import Workspace
 
@@ -139,10 +139,6 @@ class QueryResult:
             "timings": {stage: round(t, 4) for stage, t in self.timings.items()},
             "context": self.context.to_dict() if self.context is not None else None,
         }
-
-
-def _file_hash(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 class Engine:
@@ -233,11 +229,13 @@ class Engine:
 
     def chunk_document(self, document: Document, *, strategy: str | None = None,
                        mentions: Sequence[EntityMention] | None = None,
-                       spans: Sequence[PresetSpan] | None = None) -> list[Chunk]:
+                       spans: Sequence[PresetSpan] | None = None,
+                       sections: Sequence[Section] | None = None) -> list[Chunk]:
         """Sections, chunks and enrichment (prefix, hash, ids) for one document.
 
         Entity mentions are protected spans: the ``boundary`` strategy never cuts through one.
-        ``spans`` (start, end, section path) replace the chunker with chunks decided elsewhere.
+        ``spans`` (start, end, section path) replace the chunker with chunks decided elsewhere;
+        ``sections``, when the caller has parsed them already, save parsing again.
         """
         if spans is not None:
             chunker: Chunker = PresetChunker(spans, tokenizer=self.settings.chunking.tokenizer)
@@ -246,13 +244,18 @@ class Engine:
         if mentions is None:
             mentions = self.mentions(document)
         protected = [(m.start, m.end) for m in mentions] if self.settings.entities.protect_mentions else []
-        chunks = chunker.chunk(document.text, parse_sections(document.text), protected=protected)
+        if sections is None:
+            sections = parse_sections(document.text)
+        chunks = chunker.chunk(document.text, sections, protected=protected)
         return enrich_chunks(document, chunks, self._prefix)
 
-    def sentences(self, document: Document, mentions: Sequence[EntityMention] = ()) -> list[Chunk]:
+    def sentences(self, document: Document, mentions: Sequence[EntityMention] = (),
+                  sections: Sequence[Section] | None = None) -> list[Chunk]:
         """The sentence nodes of a document (no prefix: a sentence is embedded as it stands)."""
         protected = [(m.start, m.end) for m in mentions]
-        nodes = self._sentencer.chunk(document.text, parse_sections(document.text), protected=protected)
+        if sections is None:
+            sections = parse_sections(document.text)
+        nodes = self._sentencer.chunk(document.text, sections, protected=protected)
         return enrich_chunks(document, nodes, None)
 
     def chunk_file(self, path: str | Path, *, strategy: str | None = None, lens: str = "default") -> tuple[Document, list[Chunk]]:
@@ -300,23 +303,23 @@ class Engine:
         report.files = len(files)
         at = datetime.now(UTC)  # one moment for the whole run: its versions appear together
         progress.stage("Reading", len(files))
-        pending: list[plan.Prepared] = []
-        changes = _GraphChanges()
+        pending = self._pending(report, progress)
         for path in files:
             t0 = time.perf_counter()
             try:
                 source = path.resolve().as_posix()
                 previous = current.get(document_id(tenant, source))
                 data = path.read_bytes() if path.is_file() else None
-                if previous is not None and data is not None and previous["file_hash"] == _file_hash(data) \
+                if previous is not None and data is not None and previous["file_hash"] == file_hash(data) \
                         and previous["lens"] == lens:
                     report.unchanged += 1
                     continue
                 document = self.load(path, lens=lens, tenant=tenant, data=data)
                 report.timings["load"] += time.perf_counter() - t0
                 t1 = time.perf_counter()
-                pending.append(self._prepare(document, previous, at))
+                prepared = self._prepare(document, previous, at)
                 report.timings["chunk"] += time.perf_counter() - t1
+                pending.add(prepared)
             except (LoadError, OSError) as exc:
                 message = str(exc) if isinstance(exc, LoadError) else f"{path}: {exc}"
                 report.failed.append((str(path), message))
@@ -326,10 +329,7 @@ class Engine:
                 progress.message(f"{path}: {exc}")
             finally:
                 progress.advance("Reading")
-            if sum(p.size() for p in pending) >= self.settings.ingest.batch_chunks:
-                changes.add(self._flush(pending, report, progress))
-                pending = []
-        changes.add(self._flush(pending, report, progress))
+        changes = pending.drain()
         if sync:
             report.deleted = self._sync(paths, files, lens, tenant, current, at, changes)
         if changes and self.settings.graph.enabled:
@@ -340,7 +340,7 @@ class Engine:
         if report.added or report.updated or report.deleted:
             store.optimize()
         report.timings["store"] += time.perf_counter() - t0
-        if store.has_chunks():
+        if store.has_table("chunks"):
             self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
         report.seconds = time.perf_counter() - started
         return report
@@ -354,9 +354,8 @@ class Engine:
         progress = progress or Progress()
         report = IngestReport(files=len(documents))
         at = datetime.now(UTC)
-        changes = _GraphChanges()
         by_tenant: dict[str, dict[str, Mapping[str, Any]]] = {}
-        pending: list[plan.Prepared] = []
+        pending = self._pending(report, progress)
         progress.stage("Reading", len(documents))
         for document in documents:
             validate_name("lens", document.lens)
@@ -368,17 +367,13 @@ class Engine:
                     and previous["lens"] == document.lens:
                 report.unchanged += 1
             else:
-                pending.append(self._prepare(document, previous, at,
-                                             spans=(spans or {}).get(document.document_id)))
+                pending.add(self._prepare(document, previous, at, spans=(spans or {}).get(document.document_id)))
             progress.advance("Reading")
-            if sum(p.size() for p in pending) >= self.settings.ingest.batch_chunks:
-                changes.add(self._flush(pending, report, progress))
-                pending = []
-        changes.add(self._flush(pending, report, progress))
+        changes = pending.drain()
         if changes and self.settings.graph.enabled:
             for tenant in by_tenant:
                 report.relationships += self._update_graph(tenant, changes)
-        if self.store.has_chunks():
+        if self.store.has_table("chunks"):
             self.store.optimize()
             self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
         report.seconds = time.perf_counter() - started
@@ -389,9 +384,10 @@ class Engine:
         """Chunk, sentence-split and find the entities of a document, then plan its rows."""
         version = version or plan.new_id()
         mentions = self.mentions(document)
-        tracks = {plan.CHUNKS: self.chunk_document(document, mentions=mentions, spans=spans)}
+        sections = parse_sections(document.text)
+        tracks = {plan.CHUNKS: self.chunk_document(document, mentions=mentions, spans=spans, sections=sections)}
         if self.settings.sentences.enabled:
-            tracks[plan.SENTENCES] = self.sentences(document, mentions)
+            tracks[plan.SENTENCES] = self.sentences(document, mentions, sections)
         planned = {}
         for kind, chunks in tracks.items():
             old = self.store.chunks(document.tenant, document_ids=[document.document_id], with_vectors=True,
@@ -399,6 +395,9 @@ class Engine:
             embed = self.embedded_text if kind == plan.CHUNKS else (lambda c: c.text)
             planned[kind] = plan.plan_track(kind, document.document_id, version, chunks, old, embed)
         return plan.Prepared(document, previous, at, version, planned, mentions)
+
+    def _pending(self, report: IngestReport, progress: Progress) -> _Pending:
+        return _Pending(lambda batch: self._flush(batch, report, progress), self.settings.ingest.batch_chunks)
 
     def _flush(self, pending: Sequence[plan.Prepared], report: IngestReport, progress: Progress) -> _GraphChanges:
         """Embed what needs embedding for ``pending`` documents, then write them in one go;
@@ -476,15 +475,13 @@ class Engine:
                      for c, ents in zip(chunks, entities, strict=True)]
         time_refs = [time_labels(extract_time_refs(c.text, reference=doc.document_date)) for c in chunks]
         split = self.settings.retrieval.split_identifiers
-        chunk_rows, chunk_closes = plan.track_rows(prepared, plan.CHUNKS, strategy=self._chunker.name,
-                                                   embed_kind=embed_kind, entities=entities, qualities=qualities,
-                                                   key_terms=key_terms, time_refs=time_refs,
+        chunk_rows, chunk_closes = plan.track_rows(prepared, plan.CHUNKS, embed_kind=embed_kind, entities=entities,
+                                                   qualities=qualities, key_terms=key_terms, time_refs=time_refs,
                                                    indexed=lambda text: search_text(text, split_identifiers=split))
         rows[plan.CHUNKS].extend(chunk_rows)
         close[plan.CHUNKS].extend(chunk_closes)
         if sentences is not None:
-            sentence_rows, sentence_closes = plan.track_rows(prepared, plan.SENTENCES, strategy="sentence",
-                                                             embed_kind="naked")
+            sentence_rows, sentence_closes = plan.track_rows(prepared, plan.SENTENCES, embed_kind="naked")
             rows[plan.SENTENCES].extend(sentence_rows)
             close[plan.SENTENCES].extend(sentence_closes)
         rows["mentions"].extend(plan.mention_rows(doc, prepared.version, prepared.mentions, prepared.at))
@@ -596,7 +593,9 @@ class Engine:
     def build_graph(self, *, tenant: str | None = None) -> int:
         """Rebuild the tenant's context graph from its current chunks; returns the edge count."""
         tenant = self._tenant(tenant)
-        nodes, rows = self._graph_nodes(tenant)
+        return self._rebuild_edges(tenant, *self._graph_nodes(tenant))
+
+    def _rebuild_edges(self, tenant: str, nodes: list[GraphNode], rows: dict[str, dict[str, Any]]) -> int:
         edges = build_edges(nodes, self.settings.graph)
         self.store.replace_edges(tenant, edge_rows(tenant, edges, rows, datetime.now(UTC)))
         return len(edges)
@@ -605,7 +604,7 @@ class Engine:
         """Recompute the edges of the chunks that changed; a full build when most did."""
         nodes, rows = self._graph_nodes(tenant)
         if not self.store.has_edges(tenant) or len(changes.changed) > 0.3 * max(len(nodes), 1):
-            return self.build_graph(tenant=tenant)
+            return self._rebuild_edges(tenant, nodes, rows)
         removed = [_graph_node(r) for r in changes.removed]
         previous = term_counts(nodes)
         for node in nodes:
@@ -664,7 +663,7 @@ class Engine:
         as_of = parse_time(as_of) if isinstance(as_of, str) else as_of
         found = self.store.chunks(tenant, chunk_ids=[chunk_id], with_vectors=True, as_of=as_of)
         if not found:
-            raise InvalidParameterError(f"no chunk {chunk_id!r} in tenant {tenant!r}; take ids from 'ragloom query --json'")
+            raise UnknownChunkError(chunk_id, f"tenant {tenant!r}")
         chunk = found[0]
         ids = set(chunk.get("entities") or ())
         if not ids:
@@ -780,7 +779,7 @@ class Engine:
         progress.stage("Reindexing", sum(len(c) for c in chains.values()))
         depth = max((len(c) for c in chains.values()), default=0)
         for generation in range(depth):
-            batch: list[plan.Prepared] = []
+            batch = self._pending(report, progress)
             for chain in chains.values():
                 if generation >= len(chain):
                     continue
@@ -793,18 +792,15 @@ class Engine:
                 prepared = self._prepare(self._document_from_row(row), previous, row["as_of"], row["version_id"])
                 prepared.doc_row_exists = True
                 if generation == 0:
-                    batch.append(prepared)
+                    batch.add(prepared)
                 else:  # closing the previous versions needs this version's own time
                     self._flush([prepared], report, progress)
-                if sum(p.size() for p in batch) >= self.settings.ingest.batch_chunks:
-                    self._flush(batch, report, progress)
-                    batch = []
-            self._flush(batch, report, progress)
+            batch.drain()
         report.added, report.updated = len(chains), 0
         if self.settings.graph.enabled:
             for tenant in sorted({t for t, _ in chains}):
                 report.relationships += self.build_graph(tenant=tenant)
-        if store.has_chunks():
+        if store.has_table("chunks"):
             store.optimize(force=True)
             self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
         report.seconds = time.perf_counter() - started
@@ -851,6 +847,29 @@ class _GraphChanges:
 
     def __bool__(self) -> bool:
         return bool(self.changed or self.removed)
+
+
+@dataclass
+class _Pending:
+    """Prepared documents waiting to be embedded and written together, ``limit`` chunks at a time."""
+
+    flush: Callable[[list[plan.Prepared]], _GraphChanges]
+    limit: int
+    items: list[plan.Prepared] = field(default_factory=list)
+    size: int = 0
+    changes: _GraphChanges = field(default_factory=_GraphChanges)
+
+    def add(self, prepared: plan.Prepared) -> None:
+        self.items.append(prepared)
+        self.size += prepared.size()
+        if self.size >= self.limit:
+            self.drain()
+
+    def drain(self) -> _GraphChanges:
+        """Flush what waits; returns everything the flushes changed so far."""
+        self.changes.add(self.flush(self.items))
+        self.items, self.size = [], 0
+        return self.changes
 
 
 def _graph_node(row: Mapping[str, Any]) -> GraphNode:

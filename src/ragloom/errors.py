@@ -22,15 +22,27 @@ class InvalidParameterError(RagloomError, ValueError):
     """A constructor or function argument is out of bounds."""
 
 
-class UnknownNameError(InvalidParameterError, KeyError):
+class _LookupFailed(InvalidParameterError, KeyError):
+    """A name or id that was looked up and not found (also a ``KeyError``)."""
+
+    def __str__(self) -> str:  # KeyError would wrap the message in quotes
+        return str(self.args[0])
+
+
+class UnknownNameError(_LookupFailed):
     """A strategy, mode, tokenizer or other named thing is not registered."""
 
     def __init__(self, kind: str, name: str, valid: Iterable[str]) -> None:
         self.kind, self.name, self.valid = kind, name, sorted(valid)
         super().__init__(f"unknown {kind} {name!r}; choose one of: {', '.join(self.valid)}")
 
-    def __str__(self) -> str:  # KeyError would wrap the message in quotes
-        return str(self.args[0])
+
+class UnknownChunkError(_LookupFailed):
+    """A chunk id that the workspace, or its graph, does not hold."""
+
+    def __init__(self, chunk_id: str, where: str) -> None:
+        self.chunk_id = chunk_id
+        super().__init__(f"no chunk {chunk_id!r} in {where}; take ids from 'ragloom query --json'")
 
 
 class MissingExtraError(RagloomError, ImportError):

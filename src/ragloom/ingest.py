@@ -176,7 +176,7 @@ def _version_fields(doc: Document, version: str, previous: Mapping[str, Any] | N
 
 
 def chunk_row(doc: Document, chunk: Chunk, vector: np.ndarray, *, version: str, previous: Mapping[str, Any] | None,
-              summary: str, at: datetime, strategy: str, embed_kind: str, entities: Sequence[str] = (),
+              summary: str, at: datetime, embed_kind: str, entities: Sequence[str] = (),
               quality: ChunkQuality | None = None, key_terms: Sequence[str] = (),
               time_refs: Sequence[str] = (), indexed: str | None = None) -> dict[str, Any]:
     issues = quality.issues if quality is not None else chunk.issues
@@ -244,7 +244,7 @@ def mention_rows(doc: Document, version: str, mentions: Sequence[EntityMention],
     ]
 
 
-def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
+def track_rows(prepared: Prepared, kind: str, *, embed_kind: str,
                entities: Sequence[Sequence[str]] | None = None, qualities: Sequence[ChunkQuality] | None = None,
                key_terms: Sequence[Sequence[str]] | None = None, time_refs: Sequence[Sequence[str]] | None = None,
                indexed: Callable[[str], str] | None = None) -> tuple[list[dict[str, Any]], list[str]]:
@@ -259,7 +259,7 @@ def track_rows(prepared: Prepared, kind: str, *, strategy: str, embed_kind: str,
             closes.append(plan.previous["version_id"])
         rows.append(chunk_row(
             prepared.document, plan.chunk, track.vectors[i], version=prepared.version, previous=plan.previous,
-            summary=plan.summary, at=prepared.at, strategy=strategy, embed_kind=embed_kind,
+            summary=plan.summary, at=prepared.at, embed_kind=embed_kind,
             entities=entities[i] if entities is not None else (),
             quality=qualities[i] if qualities is not None else None,
             key_terms=key_terms[i] if key_terms is not None else (),

@@ -139,9 +139,6 @@ class BpeTokenizer:
         self._backend = _bindings.tokenizer_for_encoding(name)
         self._byte_len = _token_byte_lengths(name)
 
-    def encode(self, text: str) -> list[int]:
-        return self._backend.encode(text) if text else []
-
     def count(self, text: str) -> int:
         return self._backend.count(text) if text else 0
 

@@ -26,6 +26,7 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -151,6 +152,12 @@ def _quantities(text: str, where: Mapping[str, list[int]], context: str = "") ->
     return out
 
 
+@lru_cache(maxsize=4096)
+def _whole_word(term: str) -> re.Pattern[str]:
+    """``term`` where no word character touches it on either side."""
+    return re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)")
+
+
 def _positions(text: str, terms: Sequence[str]) -> dict[str, list[int]]:
     """Where each of ``terms`` occurs in ``text`` (case-insensitive, whole words); adjacent
     terms also count as one phrase ("catalog" + "integration" is "catalog integration"), which
@@ -158,7 +165,7 @@ def _positions(text: str, terms: Sequence[str]) -> dict[str, list[int]]:
     lower = text.lower()
     hits: list[tuple[int, int, str]] = []
     for t in terms:
-        hits.extend((m.start(), m.end(), t) for m in re.finditer(r"(?<!\w)" + re.escape(t) + r"(?!\w)", lower))
+        hits.extend((m.start(), m.end(), t) for m in _whole_word(t).finditer(lower))
     hits.sort()
     found: dict[str, list[int]] = defaultdict(list)
     for start, _, term in hits:
@@ -251,7 +258,7 @@ def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequen
                     if r.resolved and r.kind in ("quarter", "half", "month", "date")]
             item.periods = _assign(s["text"], refs, specific) if refs else {}
         heading = (s.get("section_path") or "").rsplit(" > ", 1)[-1].lower()
-        context = next((t for t in terms if re.search(r"(?<!\w)" + re.escape(t) + r"(?!\w)", heading)), "")
+        context = next((t for t in terms if _whole_word(t).search(heading)), "")
         item.quantities = _quantities(s["text"], where, context)
         item.stance = _stances(s["text"], specific)
         if s.get("vector") is not None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import bisect
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from ragloom.errors import InvalidParameterError, UnknownNameError
 from ragloom.parse.sections import parse_sections
+from ragloom.parse.sentences import trim as trim  # re-exported: the strategies import it from here
 from ragloom.tokens import TokenCounter, get_tokenizer
 from ragloom.types import Chunk, QualityIssue, Section
 
@@ -44,15 +45,6 @@ def resolve_tokenizer(tokenizer: str | TokenCounter) -> TokenCounter:
 def require(condition: bool, message: str) -> None:
     if not condition:
         raise InvalidParameterError(message)
-
-
-def trim(text: str, start: int, end: int) -> tuple[int, int]:
-    """``[start, end)`` without leading and trailing whitespace (empty when all blank)."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return start, end
 
 
 class Protected:
@@ -131,8 +123,6 @@ def content_defined(text: str, candidates: Sequence[int]) -> int:
     return min(candidates, key=lambda c: zlib.crc32(text[max(0, c - 32) : c].encode("utf-8", "surrogatepass")))
 
 
-def closest(candidates: Sequence[int], target: int, allowed: Callable[[int], bool] | None) -> int | None:
-    """The candidate nearest ``target`` that ``allowed`` accepts (all, when it is None)."""
-    if allowed is not None:
-        candidates = [c for c in candidates if allowed(c)]
+def closest(candidates: Sequence[int], target: int) -> int | None:
+    """The candidate nearest ``target`` (None when there are none)."""
     return min(candidates, key=lambda c: abs(c - target), default=None)

@@ -115,7 +115,7 @@ class BoundaryChunker(Chunker):
             return content_defined(text, near)
         if near:
             return near[0]
-        return closest(candidates, target, None)
+        return closest(candidates, target)
 
     def _next_start(self, text: str, start: int, cut: int, protected: Protected) -> int:
         """Where the next chunk starts: a word start at least ``overlap`` characters before ``cut``."""

@@ -61,8 +61,8 @@ class TokenChunker(Chunker):
         1,024-token windows it did not reduce what an edit re-embeds; see docs/benchmarks.md.)
         """
         stop = min(hi + _LOOKAHEAD, limit)
-        for ends in (paragraph_ends(text, lo, stop), sentence_ends(text, lo, stop)):
-            inside = [c for c in ends if lo < c <= hi]
+        for finder in (paragraph_ends, sentence_ends):  # the sentence scan only when no paragraph end fits
+            inside = [c for c in finder(text, lo, stop) if lo < c <= hi]
             if inside:
                 return inside[-1]
         return None

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import calendar
-import re
 from datetime import date
 from functools import lru_cache
 
+from ragloom.enrich.timeref import period_bounds
 from ragloom.types import ScoredChunk
 
 # Splitting on a translated copy is three times faster than ``re.findall(r"\w+")``, which
@@ -50,41 +49,6 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if w not in STOP_WORDS and not (len(w) == 1 and w.isalpha()))
 
 
-_QUARTER = re.compile(r"^Q([1-4]) (\d{4})$")
-_HALF = re.compile(r"^H([12]) (\d{4})$")
-_YEAR = re.compile(r"^(\d{4})$")
-_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
-_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
-
-
-@lru_cache(maxsize=4096)
-def period_bounds(canonical: str) -> tuple[date, date] | None:
-    """First and last day of a canonical period (``Q2 2025``, ``H1 2025``, ``2025``,
-    ``2025-03``, ``2025-03-04``); None for unresolved or unknown ones."""
-    text = canonical.strip()
-    if not text or text.endswith("(unresolved)"):
-        return None
-    try:
-        if m := _DAY.match(text):
-            day = date(int(m[1]), int(m[2]), int(m[3]))
-            return day, day
-        if m := _MONTH.match(text):
-            y, mo = int(m[1]), int(m[2])
-            return date(y, mo, 1), date(y, mo, calendar.monthrange(y, mo)[1])
-        if m := _QUARTER.match(text):
-            q, y = int(m[1]), int(m[2])
-            return date(y, 3 * q - 2, 1), date(y, 3 * q, calendar.monthrange(y, 3 * q)[1])
-        if m := _HALF.match(text):
-            h, y = int(m[1]), int(m[2])
-            return (date(y, 1, 1), date(y, 6, 30)) if h == 1 else (date(y, 7, 1), date(y, 12, 31))
-        if m := _YEAR.match(text):
-            y = int(m[1])
-            return date(y, 1, 1), date(y, 12, 31)
-    except ValueError:  # a month 13 or a 31st of February is no period
-        return None
-    return None
-
-
 def resolved_periods(chunk: ScoredChunk) -> tuple[str, ...]:
     """The chunk's time references that name a real period, in order, without repeats."""
     return tuple(dict.fromkeys(t for t in chunk.time_refs if period_bounds(t) is not None))
@@ -117,19 +81,10 @@ def recency_date(chunk: ScoredChunk) -> date | None:
     return chunk.as_of.date() if chunk.as_of is not None else None
 
 
-#: Whether results carry the document offsets of their sentences (sentence-window retrieval).
-HAS_SENTENCES = "sentences" in ScoredChunk.__dataclass_fields__
-
-
 def known_sentences(chunk: ScoredChunk) -> tuple[tuple[int, int], ...]:
     """The chunk's own sentence spans (document offsets) when the retriever gave them and
     they lie inside the chunk; else ()."""
-    spans = getattr(chunk, "sentences", ()) or ()
+    spans = chunk.sentences
     if spans and all(chunk.start <= s <= e <= chunk.end for s, e in spans):
         return tuple(spans)
     return ()
-
-
-def sentence_changes(spans: tuple[tuple[int, int], ...] | list[tuple[int, int]]) -> dict[str, object]:
-    """``replace`` keyword for a chunk's sentence spans, empty where the field does not exist."""
-    return {"sentences": tuple(spans)} if HAS_SENTENCES else {}

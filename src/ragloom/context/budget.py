@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from ragloom.context._text import known_sentences, sentence_changes
+from ragloom.context._text import known_sentences
 from ragloom.context.format import MAX_RELATED, SOURCE_SEPARATOR, context_header, source_block
 from ragloom.context.model import BudgetResult, Prioritized, Relationship
 from ragloom.context.organize import STRATEGIES
@@ -80,7 +80,7 @@ def trim_to_sentences(chunk: ScoredChunk, max_tokens: int, tokenizer: TokenCount
     end = chunk.start + k
     kept = [(s, e) for s, e in own if e <= end]
     trimmed = replace(chunk, text=text[:k], end=end, token_count=best_tokens,
-                      **(sentence_changes(kept) if own else {}))
+                      sentences=tuple(kept) if own else chunk.sentences)
     return trimmed, len(kept) if own else best + 1, best_tokens
 
 

@@ -25,8 +25,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from ragloom.context._text import known_sentences, sentence_changes, words
+from ragloom.context._text import known_sentences, words
 from ragloom.context.model import DedupResult
+from ragloom.embed.base import normalize_rows
 from ragloom.errors import InvalidParameterError, UnknownNameError
 from ragloom.types import ScoredChunk
 
@@ -205,8 +206,7 @@ def _vector_pairs(chunks: Sequence[ScoredChunk], min_content: float) -> dict[tup
         # different scales under one threshold.
         return _minhash_pairs(chunks, min_content)
     vectors = np.asarray([np.asarray(c.vector, dtype=np.float32) for c in chunks])
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1.0, norms)
+    vectors = normalize_rows(vectors)
     sims = np.clip(vectors @ vectors.T, 0.0, 1.0)
     rows, cols = np.nonzero(np.triu(sims >= min_content, 1))
     return {(int(i), int(j)): float(sims[i, j]) for i, j in zip(rows, cols, strict=True)}
@@ -259,7 +259,7 @@ def _merge_two(a: ScoredChunk, b: ScoredChunk) -> ScoredChunk:
         key_terms=tuple(dict.fromkeys(a.key_terms + b.key_terms)),
         time_refs=tuple(dict.fromkeys(a.time_refs + b.time_refs)),
         entities=a.entities + b.entities,
-        **sentence_changes(_merged_sentences(a, b)),
+        sentences=tuple(_merged_sentences(a, b)),
     )
 
 

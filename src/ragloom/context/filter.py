@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -112,12 +113,6 @@ def drop_repeated_ids(candidates: Sequence[ScoredChunk]) -> tuple[list[ScoredChu
     for i, c in enumerate(candidates):
         first.setdefault(c.chunk_id, i)
     kept = sorted(best, key=first.__getitem__)
-    repeats = [(cid, REPEATED) for cid, n in _counts(candidates).items() for _ in range(n - 1)]
+    counts = Counter(c.chunk_id for c in candidates)
+    repeats = [(cid, REPEATED) for cid, n in counts.items() for _ in range(n - 1)]
     return [candidates[best[cid]] for cid in kept], repeats
-
-
-def _counts(candidates: Sequence[ScoredChunk]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for c in candidates:
-        out[c.chunk_id] = out.get(c.chunk_id, 0) + 1
-    return out

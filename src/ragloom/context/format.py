@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from ragloom.context.model import Relationship
 from ragloom.tokens import TokenCounter
@@ -115,9 +115,14 @@ def format_context(chunks: Sequence[ScoredChunk], relationships: Iterable[Relati
     is iterated to its fixed point, and the returned count is always that of the returned
     text.
     """
-    rels = list(relationships)
+    # Each chunk's relationships, in their given order, so that no chunk scans all of them.
+    by_chunk: defaultdict[str, list[Relationship]] = defaultdict(list)
+    for r in relationships:
+        by_chunk[r.source_id].append(r)
+        if r.target_id != r.source_id:
+            by_chunk[r.target_id].append(r)
     numbers = {c.chunk_id: n for n, c in enumerate(chunks, 1)}
-    body = "".join(source_block(numbers[c.chunk_id], c, related_sources(c.chunk_id, rels, numbers))
+    body = "".join(source_block(numbers[c.chunk_id], c, related_sources(c.chunk_id, by_chunk[c.chunk_id], numbers))
                    for c in chunks)
     stated = 0
     text = context_header(query, strategy, len(chunks), stated) + body
@@ -131,25 +136,21 @@ def format_context(chunks: Sequence[ScoredChunk], relationships: Iterable[Relati
     return text, actual
 
 
-def parse_source_numbers(formatted: str) -> dict[int, tuple[int, ...]]:
-    """Source number -> the source numbers on its "Related to" line, in the order written."""
-    out: dict[int, tuple[int, ...]] = {}
+def _source_headings(formatted: str) -> Iterator[tuple[int, list[tuple[str, str]]]]:
+    """(source number, its "Related to" items as (number, types) text) for every source heading."""
     for m in _SOURCE_LINE.finditer(formatted):
         start = m.start()
         if formatted[max(0, start - len(SOURCE_SEPARATOR)) : start] != SOURCE_SEPARATOR:
             continue  # a "## Source" heading inside a chunk's own text
-        related = tuple(int(n) for n, _ in _RELATED_ITEM.findall(m.group(2) or ""))
-        out[int(m.group(1))] = related
-    return out
+        yield int(m.group(1)), _RELATED_ITEM.findall(m.group(2) or "")
+
+
+def parse_source_numbers(formatted: str) -> dict[int, tuple[int, ...]]:
+    """Source number -> the source numbers on its "Related to" line, in the order written."""
+    return {number: tuple(int(n) for n, _ in related) for number, related in _source_headings(formatted)}
 
 
 def parse_related_types(formatted: str) -> dict[int, dict[int, tuple[str, ...]]]:
     """Source number -> {related source number: relationship types} from "Related to" lines."""
-    out: dict[int, dict[int, tuple[str, ...]]] = {}
-    for m in _SOURCE_LINE.finditer(formatted):
-        start = m.start()
-        if formatted[max(0, start - len(SOURCE_SEPARATOR)) : start] != SOURCE_SEPARATOR:
-            continue
-        out[int(m.group(1))] = {int(n): tuple(t.strip() for t in types.split(","))
-                                for n, types in _RELATED_ITEM.findall(m.group(2) or "")}
-    return out
+    return {number: {int(n): tuple(t.strip() for t in types.split(",")) for n, types in related}
+            for number, related in _source_headings(formatted)}

@@ -19,6 +19,7 @@ auto              chosen from the data; see :func:`choose_strategy`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import date
 
 from ragloom.context._text import content_date, order_date
 from ragloom.context.model import Prioritized, Relationship
@@ -46,9 +47,14 @@ def by_relevance(items: Sequence[Prioritized], relationships: Sequence[Relations
 
 
 def by_time(items: Sequence[Prioritized], relationships: Sequence[Relationship] = ()) -> list[Prioritized]:
-    ranked = _by_priority(items)
-    dated = [(d, i, p) for i, p in enumerate(ranked) if (d := order_date(p.chunk)) is not None]
-    undated = [p for p in ranked if order_date(p.chunk) is None]
+    dated: list[tuple[date, int, Prioritized]] = []
+    undated: list[Prioritized] = []
+    for i, p in enumerate(_by_priority(items)):
+        d = order_date(p.chunk)
+        if d is None:
+            undated.append(p)
+        else:
+            dated.append((d, i, p))
     return [p for _, _, p in sorted(dated, key=lambda t: (t[0], t[1]))] + undated
 
 

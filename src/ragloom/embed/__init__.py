@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ragloom.config import EmbeddingSettings
 from ragloom.embed.base import Embedder, HashingEmbedder, ProgressCallback, normalize_rows
 from ragloom.embed.cache import CachedEmbedder
 from ragloom.embed.local import DEFAULT_MODEL, SentenceTransformerEmbedder
+
+if TYPE_CHECKING:  # ragloom.config imports DEFAULT_MODEL from this package: no import back at run time
+    from ragloom.config import EmbeddingSettings
 
 __all__ = [
     "DEFAULT_MODEL",

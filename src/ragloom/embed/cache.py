@@ -24,8 +24,6 @@ class CachedEmbedder:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("CREATE TABLE IF NOT EXISTS vectors (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
-        self.hits = 0
-        self.misses = 0
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -47,11 +45,10 @@ class CachedEmbedder:
                 marks = ",".join("?" * len(batch))
                 for key, blob in db.execute(f"SELECT key, vec FROM vectors WHERE key IN ({marks})", batch):
                     found[key] = np.frombuffer(blob, dtype=np.float32)
-        missing = [i for i, k in enumerate(keys) if k not in found]
-        todo = list(dict.fromkeys(keys[i] for i in missing))
-        first_text = {keys[i]: texts[i] for i in reversed(missing)}
+        # Each missing key once, in order of first use; one key means one text (the key hashes it).
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if todo:
-            vectors = self.inner.embed([first_text[k] for k in todo], progress=progress)
+            vectors = self.inner.embed(list(todo.values()), progress=progress)
             with self._connect() as db:
                 db.executemany(
                     "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
@@ -60,8 +57,6 @@ class CachedEmbedder:
             found.update(zip(todo, vectors, strict=True))
         if progress is not None and len(texts) > len(todo):
             progress(len(texts) - len(todo))
-        self.misses += len(todo)
-        self.hits += len(texts) - len(missing)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

@@ -46,15 +46,20 @@ def _names_pattern(names: Sequence[str]) -> re.Pattern[str]:
     return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
 
 
-def relationship(text: str, section_path: str, names: Sequence[str]) -> str:
-    """How ``text`` treats the entity: defines it, is about it, points to it, or mentions it."""
+def relationship(text: str, section_path: str, names: Sequence[str], pattern: re.Pattern[str] | None = None) -> str:
+    """How ``text`` treats the entity: defines it, is about it, points to it, or mentions it.
+
+    ``pattern`` is :func:`_names_pattern` of ``names``, for callers that already built it.
+    """
     if not names:
         return "mentions"
     name = "(?:" + "|".join(sorted({re.escape(n) for n in names}, key=len, reverse=True)) + ")"
     if re.search(rf"(?<!\w){name}(?!\w)\s*(?:\([^)]*\)\s*)?(?:is|are|means|refers to|stands for)\b|"
                  rf"\b(?:define[sd]?|definition of)\s+(?:the\s+)?{name}(?!\w)|^\s*{name}\s*:", text, re.I | re.M):
         return "defines"
-    if _names_pattern(names).search(section_path) or re.search(
+    if pattern is None:
+        pattern = _names_pattern(names)
+    if pattern.search(section_path) or re.search(
             rf"\b(?:about|regarding|concerning|on)\s+(?:the\s+)?{name}(?!\w)", text, re.I):
         return "describes"
     if re.search(rf"\b(?:see|refer to|cf\.|according to|as described in)\s+(?:the\s+)?{name}(?!\w)", text, re.I):
@@ -62,9 +67,13 @@ def relationship(text: str, section_path: str, names: Sequence[str]) -> str:
     return "mentions"
 
 
-def context_summary(text: str, names: Sequence[str]) -> str:
-    """The first sentence of ``text`` that names the entity, cut to 200 characters."""
-    pattern = _names_pattern(names) if names else None
+def context_summary(text: str, names: Sequence[str], pattern: re.Pattern[str] | None = None) -> str:
+    """The first sentence of ``text`` that names the entity, cut to 200 characters.
+
+    ``pattern`` is :func:`_names_pattern` of ``names``, for callers that already built it.
+    """
+    if pattern is None and names:
+        pattern = _names_pattern(names)
     for a, b in sentence_spans(text):
         sentence = " ".join(text[a:b].split())
         if pattern is None or pattern.search(sentence):
@@ -100,22 +109,28 @@ def back_references(chunk: Mapping[str, Any], candidates: Sequence[Mapping[str, 
     ``entities`` maps entity id to (type, canonical name, names it appears under).
     """
     out: list[BackReference] = []
-    own = list(dict.fromkeys(chunk.get("entities") or ()))
+    own = [e for e in dict.fromkeys(chunk.get("entities") or ()) if e in entities]
+    # Proximity and similarity depend on the pair of chunks only, not on the entity: computed
+    # once for each candidate that shares one of the entities scored below.
+    wanted = set(own)
+    pairs = {i: (proximity(chunk, other), similarity(chunk.get("vector"), other.get("vector")))
+             for i, other in enumerate(candidates)
+             if other["chunk_id"] != chunk["chunk_id"] and not wanted.isdisjoint(other.get("entities") or ())}
     for entity in own:
-        if entity not in entities:
-            continue
         kind, canonical, names = entities[entity]
+        pattern = _names_pattern(names) if names else None
         scored = []
-        for other in candidates:
+        for i, other in enumerate(candidates):
             if other["chunk_id"] == chunk["chunk_id"] or entity not in (other.get("entities") or ()):
                 continue
-            p, f, s = proximity(chunk, other), frequency(entity, other), similarity(chunk.get("vector"), other.get("vector"))
+            (p, s), f = pairs[i], frequency(entity, other)
             scored.append((WEIGHTS[0] * p + WEIGHTS[1] * f + WEIGHTS[2] * s, p, f, s, other))
         scored.sort(key=lambda x: -x[0])
         for score, p, f, s, other in scored[:limit]:
+            section = other.get("section_path") or ""
             out.append(BackReference(
                 entity, kind, canonical, other["chunk_id"], other["document_id"], other["source_path"], other["lens"],
-                other.get("section_path") or "", relationship(other["text"], other.get("section_path") or "", names),
-                context_summary(other["text"], names), round(score, 4), round(p, 4), round(f, 4), round(s, 4),
+                section, relationship(other["text"], section, names, pattern),
+                context_summary(other["text"], names, pattern), round(score, 4), round(p, 4), round(f, 4), round(s, 4),
             ))
     return sorted(out, key=lambda r: -r.relevance_score)

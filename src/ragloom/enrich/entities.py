@@ -255,6 +255,9 @@ COMMON = frozenset(
     Was Were Be Been Will Would Should Could Can May Might Must Shall Please Thanks See Yes Maybe Realistically
     Together Once Until During Since Without Within Across Per Via Up Down Out Over Under Again Further""".split()
 )
+#: Words a candidate phrase does not end with: the common words, and the joiners inside a name
+#: ("Bank of America", "Smith & Sons") that are left dangling at its end.
+_TRAILING = COMMON | {"of", "and", "&", "the", "de", "von", "van", "for"}
 
 
 def _candidate_type(phrase: str, before: str, after: str) -> tuple[str, float]:
@@ -279,7 +282,7 @@ def capitalised_candidates(text: str) -> list[EntityMention]:
         words = phrase.split()
         while words and words[0] in COMMON:
             words.pop(0)
-        while words and words[-1] in COMMON | {"of", "and", "&", "the", "de", "von", "van", "for"}:
+        while words and words[-1] in _TRAILING:
             words.pop()
         if not words:
             continue

@@ -83,13 +83,15 @@ def coherence(vectors: np.ndarray) -> float:
     return float(np.clip(sims.mean(), 0.0, 1.0))
 
 
+def _on(points: Sequence[int], x: int) -> bool:
+    """Whether ``x`` is one of the sorted ``points``."""
+    i = bisect.bisect_left(points, x)
+    return i < len(points) and points[i] == x
+
+
 def boundary_respect(chunk: Chunk, sentence_starts: Sequence[int], sentence_ends: Sequence[int]) -> float:
     """Half for starting where a sentence starts, half for ending where one ends."""
-    def on(points: Sequence[int], x: int) -> bool:
-        i = bisect.bisect_left(points, x)
-        return i < len(points) and points[i] == x
-
-    return 0.5 * on(sentence_starts, chunk.start) + 0.5 * on(sentence_ends, chunk.end)
+    return 0.5 * _on(sentence_starts, chunk.start) + 0.5 * _on(sentence_ends, chunk.end)
 
 
 def overlap_quality(chunk: Chunk, previous: Chunk | None, configured: int, sentence_starts: Sequence[int]) -> float:
@@ -103,8 +105,7 @@ def overlap_quality(chunk: Chunk, previous: Chunk | None, configured: int, sente
         return 0.4  # continuity lost: nothing shared with the previous chunk
     ratio = shared / configured
     score = 1.0 if 0.5 <= ratio <= 1.5 else max(0.4, 1 - abs(ratio - 1) / 2)
-    i = bisect.bisect_left(sentence_starts, chunk.start)
-    if not (i < len(sentence_starts) and sentence_starts[i] == chunk.start):
+    if not _on(sentence_starts, chunk.start):
         score *= 0.85  # the overlap starts mid-sentence
     return score
 

@@ -12,6 +12,7 @@ import calendar
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 from ragloom.enrich.spans import DisjointSpans
 
@@ -163,21 +164,23 @@ def _build(kind: str, m: re.Match[str], reference: date | None) -> TimeRef | Non
     text, a, b = m.group(0), m.start(), m.end()
     g = m.groupdict()
     year = int(g["year"]) if g.get("year") else (2000 + int(g["yy"]) if g.get("yy") else None)
+    # Quarters and halves without a year of their own fall in the document's year.
+    year_or_reference = year if year is not None else (reference.year if reference else None)
     if kind == "iso_date":
         return _day(int(g["year"]), int(g["m"]), int(g["d"]), text, a, b)
     if kind in ("month_day_year", "day_month_year"):
         return _day(year, MONTHS[g["month"].lower()], int(g["d"]), text, a, b)  # type: ignore[arg-type]
     if kind in ("year_quarter", "quarter"):
-        return _quarter(int(g["q"]), year if year is not None else (reference.year if reference else None), text, a, b)
+        return _quarter(int(g["q"]), year_or_reference, text, a, b)
     if kind == "quarter_words" and g["ord"].lower() == "last" and year is None:
         kind = "relative"  # "last quarter" without a year is the previous quarter, not Q4
         g = {"rel": "last", "unit": "quarter"}
     if kind == "quarter_words":
-        return _quarter(_ORDINAL[g["ord"].lower()], year if year is not None else (reference.year if reference else None), text, a, b)
+        return _quarter(_ORDINAL[g["ord"].lower()], year_or_reference, text, a, b)
     if kind == "half":
-        return _half(int(g["h"]), year if year is not None else (reference.year if reference else None), text, a, b)
+        return _half(int(g["h"]), year_or_reference, text, a, b)
     if kind == "half_words":
-        return _half(_ORDINAL[g["ord"].lower()], year if year is not None else (reference.year if reference else None), text, a, b)
+        return _half(_ORDINAL[g["ord"].lower()], year_or_reference, text, a, b)
     if kind == "month_year":
         return _month(MONTHS[g["month"].lower()], year, text, a, b)
     if kind == "iso_month":
@@ -206,3 +209,37 @@ UNRESOLVED = " (unresolved)"
 def time_labels(refs: list[TimeRef]) -> list[str]:
     """Distinct canonical periods in order of appearance; unresolved ones marked as such."""
     return list(dict.fromkeys(r.canonical if r.resolved else r.canonical + UNRESOLVED for r in refs))
+
+
+_CANONICAL_QUARTER = re.compile(r"^Q([1-4]) (\d{4})$")
+_CANONICAL_HALF = re.compile(r"^H([12]) (\d{4})$")
+_CANONICAL_YEAR = re.compile(r"^(\d{4})$")
+_CANONICAL_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+_CANONICAL_DAY = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+
+
+@lru_cache(maxsize=4096)
+def period_bounds(canonical: str) -> tuple[date, date] | None:
+    """First and last day of a canonical period (``Q2 2025``, ``H1 2025``, ``2025``,
+    ``2025-03``, ``2025-03-04``); None for unresolved or unknown ones."""
+    text = canonical.strip()
+    if not text or text.endswith(UNRESOLVED.strip()):
+        return None
+    ref: TimeRef | None = None
+    try:
+        if m := _CANONICAL_DAY.match(text):
+            ref = _day(int(m[1]), int(m[2]), int(m[3]), text, 0, len(text))
+        elif m := _CANONICAL_MONTH.match(text):
+            month = int(m[2])
+            ref = _month(month, int(m[1]), text, 0, len(text)) if 1 <= month <= 12 else None
+        elif m := _CANONICAL_QUARTER.match(text):
+            ref = _quarter(int(m[1]), int(m[2]), text, 0, len(text))
+        elif m := _CANONICAL_HALF.match(text):
+            ref = _half(int(m[1]), int(m[2]), text, 0, len(text))
+        elif m := _CANONICAL_YEAR.match(text):
+            ref = _year(int(m[1]), text, 0, len(text))
+    except ValueError:  # a year 0000 is no period
+        return None
+    if ref is None or ref.period_start is None or ref.period_end is None:
+        return None  # a month 13 or a 31st of February is no period either
+    return ref.period_start, ref.period_end

@@ -19,7 +19,7 @@ import numpy as np
 from ragloom.chunk import get_chunker
 from ragloom.enrich.prefix import PrefixBuilder
 from ragloom.evaluate.context import EvalContext, cosine_top
-from ragloom.evaluate.datasets import ChunkingEval, load_chunking_eval
+from ragloom.evaluate.datasets import ChunkingEval, find_spans, load_chunking_eval
 from ragloom.evaluate.metrics import span_scores
 from ragloom.evaluate.report import SuiteResult, bar_chart
 from ragloom.types import Document
@@ -32,20 +32,6 @@ class Config:
     name: str
     family: str  # ragloom | langchain
     split: Callable[[str, str], list[tuple[int, int, str]]]  # (corpus name, text) -> (start, end, text to embed)
-
-
-def _find_spans(text: str, pieces: list[str]) -> list[tuple[int, int]]:
-    """Where each piece occurs, searching from just after the previous one (pieces overlap)."""
-    spans, position = [], 0
-    for piece in pieces:
-        start = text.find(piece, position)
-        if start < 0:
-            start = text.find(piece)
-        if start < 0:
-            continue  # a splitter that changed the text (none of the measured ones do)
-        spans.append((start, start + len(piece)))
-        position = start + 1
-    return spans
 
 
 def ragloom_config(name: str, strategy: str, *, contextual: bool = False, **params: object) -> Config:
@@ -77,7 +63,8 @@ def langchain_config(kind: str, size: int, overlap: int) -> Config:
         name = f"LangChain TokenTextSplitter {size}/{overlap}"
 
     def split(corpus: str, text: str) -> list[tuple[int, int, str]]:
-        return [(a, b, text[a:b]) for a, b in _find_spans(text, splitter.split_text(text))]
+        # A piece that a splitter changed is left out (none of the measured splitters change text).
+        return [(a, b, text[a:b]) for a, b in find_spans(text, splitter.split_text(text))]
 
     return Config(name, "langchain", split)
 

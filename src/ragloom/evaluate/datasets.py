@@ -54,6 +54,23 @@ def load_chunking_eval(root: Path, *, limit: int | None = None) -> ChunkingEval:
     return ChunkingEval(corpora, tuple(questions))
 
 
+def find_spans(text: str, pieces: list[str]) -> list[tuple[int, int]]:
+    """Where each piece occurs, searching from just after the previous one (pieces overlap).
+
+    A piece found nowhere in ``text`` (a splitter that changed the text) is left out.
+    """
+    spans, position = [], 0
+    for piece in pieces:
+        start = text.find(piece, position)
+        if start < 0:
+            start = text.find(piece)
+        if start < 0:
+            continue
+        spans.append((start, start + len(piece)))
+        position = start + 1
+    return spans
+
+
 @dataclass(frozen=True)
 class CodeDocument:
     uuid: str
@@ -91,13 +108,9 @@ def load_contextual(root: Path, *, limit: int | None = None) -> ContextualEval:
             queries.append(CodeQuery(item["query"], tuple((u, int(i)) for u, i in item["golden_chunk_uuids"])))
     documents = []
     for doc in raw:
-        text, position, spans = doc["content"], 0, []
-        for chunk in sorted(doc["chunks"], key=lambda c: c["original_index"]):
-            start = text.find(chunk["content"], position)
-            if start < 0:
-                start = text.find(chunk["content"])
-            spans.append((start, start + len(chunk["content"])))
-            position = start + 1
+        text = doc["content"]
+        # Every chunk of the dataset is found in its document, so spans keep the chunk indexes.
+        spans = find_spans(text, [c["content"] for c in sorted(doc["chunks"], key=lambda c: c["original_index"])])
         documents.append(CodeDocument(doc["original_uuid"], doc["doc_id"], paths.get(doc["original_uuid"], doc["doc_id"]),
                                       text, tuple(spans)))
     if limit is not None:

@@ -21,13 +21,17 @@ class SuiteResult:
     seconds: float = 0.0
 
     def table(self) -> str:
-        lines = ["| " + " | ".join(self.columns) + " |", "|" + "|".join("---" for _ in self.columns) + "|"]
-        for row in self.rows:
-            lines.append("| " + " | ".join(_cell(row.get(c)) for c in self.columns) + " |")
-        return "\n".join(lines)
+        return markdown_table(self.columns, [[_cell(row.get(c)) for c in self.columns] for row in self.rows])
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "table": self.table(), "written": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A Markdown table: a header row, a separator, then one line per row (cells as ``str``)."""
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
 
 
 def _cell(value: Any) -> str:  # noqa: ANN401

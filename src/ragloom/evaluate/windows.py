@@ -81,9 +81,11 @@ def run(ctx: EvalContext) -> SuiteResult:
                 retrieved = [(r.start, r.end) if r.document_id == doc else (-10**9 - r.start, -10**9 - r.start + len(r.text))
                              for r in result]
                 texts = [r.text for r in result]
-                sims = [mean_pairwise_cosine(vectors_of[r.document_id][
-                    [i for i, (s, e) in enumerate(spans_of[r.document_id]) if r.start <= s and e <= r.end]])
-                    for r in result if any(r.start <= s and e <= r.end for s, e in spans_of[r.document_id])]
+                sims = []
+                for r in result:  # one pass over the document's sentences: those the result holds whole
+                    inside = [i for i, (s, e) in enumerate(spans_of[r.document_id]) if r.start <= s and e <= r.end]
+                    if inside:
+                        sims.append(mean_pairwise_cosine(vectors_of[r.document_id][inside]))
                 coherence = boundary_coherence([(r.start, r.end) for r in result if r.document_id == doc], spans_of[doc])
                 record = {"tokens": tokenizer.count("\n\n".join(texts)), "intra_similarity": float(np.mean(sims)) if sims else 1.0,
                           **{f"boundary_{k}": v for k, v in coherence.items()}, **span_scores(q.references, retrieved)}

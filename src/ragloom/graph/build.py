@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from ragloom.config import GraphSettings
+from ragloom.embed.base import normalize_rows
 
 SIMILAR_TO, SAME_SOURCE, SAME_LENS = "SIMILAR_TO", "SAME_SOURCE", "SAME_LENS"
 TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL = "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "SEQUENTIAL"
@@ -71,10 +72,6 @@ class Edge:
     weight: float
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
-    @property
-    def key(self) -> tuple[str, str, str]:
-        return self.src, self.dst, self.type
-
 
 def _edge(a: str, b: str, kind: str, weight: float, **attrs: Any) -> Edge:  # noqa: ANN401
     src, dst = (a, b) if a < b else (b, a)
@@ -85,10 +82,7 @@ def _edge(a: str, b: str, kind: str, weight: float, **attrs: Any) -> Edge:  # no
 
 
 def _matrix(nodes: Sequence[GraphNode]) -> np.ndarray:
-    matrix = np.asarray(np.stack([np.asarray(n.vector, dtype=np.float32) for n in nodes]), dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1
-    return matrix / norms
+    return normalize_rows(np.stack([np.asarray(n.vector, dtype=np.float32) for n in nodes]))
 
 
 Pairs = tuple[np.ndarray, np.ndarray, np.ndarray]  # (i, j, similarity), as arrays
@@ -276,14 +270,17 @@ def group_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, document
         if documents is not None and doc not in documents:
             continue
         members.sort(key=lambda n: n.chunk_index)
-        edges.extend(_edge(a.chunk_id, b.chunk_id, SEQUENTIAL, 1.0) for a, b in zip(members, members[1:], strict=False))
+        edges.extend(_edge(a.chunk_id, b.chunk_id, SEQUENTIAL, FIXED_WEIGHTS[SEQUENTIAL])
+                     for a, b in zip(members, members[1:], strict=False))
         if len(members) <= settings.source_clique_bound:
-            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_SOURCE, 1.0) for a, b in itertools.combinations(members, 2))
+            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE])
+                         for a, b in itertools.combinations(members, 2))
     for lens, members in by_lens.items():
         if lenses is not None and lens not in lenses:
             continue
         if len(members) <= settings.lens_clique_bound:
-            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_LENS, 0.5) for a, b in itertools.combinations(members, 2))
+            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_LENS, FIXED_WEIGHTS[SAME_LENS])
+                         for a, b in itertools.combinations(members, 2))
     return edges
 
 
@@ -340,9 +337,11 @@ def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
                         if i != j and not (j in only and j < i):  # each pair once
                             found[(min(i, j), max(i, j))] += 1
             pairs = [pair for pair, count in found.items() if count >= minimum]
+        # Each node's usable terms, built once however many pairs it is in.
+        kept = {i: set(getattr(nodes[i], attribute)) & usable for i in {i for pair in pairs for i in pair}}
         for i, j in pairs:
-            terms = sorted(set(getattr(nodes[i], attribute)) & set(getattr(nodes[j], attribute)) & usable)
-            weight = float(len(terms)) if kind == TOPIC_OVERLAP else 1.0
+            terms = sorted(kept[i] & kept[j])
+            weight = float(len(terms)) if kind == TOPIC_OVERLAP else FIXED_WEIGHTS[TEMPORAL_OVERLAP]
             attr = {"shared_terms": terms} if kind == TOPIC_OVERLAP else {"shared_periods": terms}
             edges.append(_edge(nodes[i].chunk_id, nodes[j].chunk_id, kind, weight, **attr))
     return edges

@@ -11,7 +11,8 @@ from typing import Any
 import networkx as nx
 
 from ragloom.config import GraphSettings
-from ragloom.graph.build import SAME_LENS, SAME_SOURCE, Edge
+from ragloom.errors import UnknownChunkError
+from ragloom.graph.build import FIXED_WEIGHTS, SAME_LENS, SAME_SOURCE, Edge
 
 PREVIEW = 200
 
@@ -79,10 +80,10 @@ class ContextGraph:
             data = self.graph.nodes[node]
             members = self._by_doc[data["document_id"]]
             if len(members) > self.settings.source_clique_bound:
-                out.extend((m, SAME_SOURCE, 1.0) for m in members if m != node)
+                out.extend((m, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE]) for m in members if m != node)
             members = self._by_lens[data["lens"]]
             if len(members) > self.settings.lens_clique_bound:
-                out.extend((m, SAME_LENS, 0.5) for m in members if m != node)
+                out.extend((m, SAME_LENS, FIXED_WEIGHTS[SAME_LENS]) for m in members if m != node)
         return out
 
     def stats(self) -> dict[str, Any]:
@@ -102,7 +103,7 @@ class ContextGraph:
     def show(self, node: str, *, limit: int = 20) -> dict[str, Any]:
         """A node's attributes and its strongest relations (stored ones first)."""
         if node not in self.graph:
-            raise KeyError(node)
+            raise UnknownChunkError(node, "the graph")
         relations = sorted(self.neighbours(node, implicit=False), key=lambda r: -r[2])
         return {
             "id": node,

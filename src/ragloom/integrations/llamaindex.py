@@ -28,19 +28,17 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise MissingExtraError("llama-index-core", "llamaindex", "the LlamaIndex integration") from exc
 
-import numpy as np
-
-from ragloom.retrieve.base import SearchRequest, to_scored
-from ragloom.retrieve.window import Expansion, Sentences, expand, load_sentences
+from ragloom.retrieve.base import SearchRequest, to_scored, unit
+from ragloom.retrieve.window import Expansion, grow_hits
 
 
-def _node(result: Any, text: str | None = None) -> NodeWithScore:  # noqa: ANN401 - a ScoredChunk
+def _node(result: Any) -> NodeWithScore:  # noqa: ANN401 - a ScoredChunk
     metadata = {
         "document_id": result.document_id, "source_path": result.source_path, "lens": result.lens,
-        "tenant": result.tenant, "section_path": " > ".join(result.section_path), "start_char": result.start,
+        "tenant": result.tenant, "section_path": result.section_path_str, "start_char": result.start,
         "end_char": result.end, "position": result.chunk_index,
     }
-    node = TextNode(id_=result.chunk_id, text=text if text is not None else result.text, metadata=metadata,
+    node = TextNode(id_=result.chunk_id, text=result.text, metadata=metadata,
                     excluded_embed_metadata_keys=list(metadata), excluded_llm_metadata_keys=list(metadata))
     return NodeWithScore(node=node, score=result.score)
 
@@ -90,24 +88,16 @@ class DynamicWindowPostprocessor(BaseNodePostprocessor):
         rule = Expansion(self.threshold, self.max_expand, self.cross_sections, self.query_floor,
                          self.adaptive_quantile)
         hits = [{"document_id": n.node.metadata["document_id"], "chunk_index": int(n.node.metadata["position"]),
-                 "start_char": int(n.node.metadata["start_char"]), "score": float(n.score or 0.0)} for n in nodes]
-        query = engine.embedder.embed_query(query_bundle.query_str) if query_bundle is not None else None
+                 "start_char": int(n.node.metadata["start_char"]), "_score": float(n.score or 0.0)} for n in nodes]
         request = SearchRequest(text=query_bundle.query_str if query_bundle else "", store=engine.store,
-                                embedder=engine.embedder, tenant=tenant, query_vector=query)
-        documents: dict[str, Sentences] = load_sentences(request, hits, rule)
-        seeds = [(h["document_id"], int(np.searchsorted(documents[h["document_id"]].starts, h["start_char"])), h["score"])
-                 for h in hits]
-        spans = expand(seeds, documents, rule, None if query is None else query / (np.linalg.norm(query) or 1))
+                                embedder=engine.embedder, tenant=tenant)
+        query = unit(request.vector) if query_bundle is not None else None
         base = {n.node.metadata["document_id"]: n.node.metadata for n in nodes}
-        texts = engine.store.document_texts(tenant, {span.document_id for span in spans})
         out = []
-        for span in spans:
-            doc = documents[span.document_id]
-            start, end = int(doc.starts[span.first]), int(doc.ends[span.last])
-            text = texts[span.document_id][start:end]
-            meta = {**base[span.document_id], "start_char": start, "end_char": end,
-                    "sentences": int(span.last - span.first + 1)}
-            node = TextNode(id_=f"{span.document_id}:{start}-{end}", text=text, metadata=meta,
+        for w in grow_hits(request, hits, rule, query):
+            meta = {**base[w.span.document_id], "start_char": w.start, "end_char": w.end,
+                    "sentences": len(w.sentences)}
+            node = TextNode(id_=f"{w.span.document_id}:{w.start}-{w.end}", text=w.text, metadata=meta,
                             excluded_embed_metadata_keys=list(meta), excluded_llm_metadata_keys=list(meta))
-            out.append(NodeWithScore(node=node, score=span.score))
+            out.append(NodeWithScore(node=node, score=w.span.score))
         return out

@@ -24,6 +24,7 @@ from ragloom.types import Document
 __all__ = [
     "READERS",
     "document_id",
+    "file_hash",
     "iter_files",
     "load_document",
     "normalize_text",
@@ -115,11 +116,16 @@ def load_document(
         media_type=media_type,
         modified_at=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
         document_id=document_id(tenant, source_path),
-        file_hash=hashlib.sha256(data).hexdigest(),
+        file_hash=file_hash(data),
         doc_type=doc_type,
         document_date=parse_date(meta.get("date", "")) or parse_date(path.name),
         metadata=meta,
     )
+
+
+def file_hash(data: bytes) -> str:
+    """The hash that tells an unchanged file on re-ingest (sha256 of its bytes)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 def _first_heading(text: str) -> str | None:

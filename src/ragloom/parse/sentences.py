@@ -39,12 +39,36 @@ def _is_abbreviation(text: str, dot: int) -> bool:
     return word.lower() in ABBREVIATIONS
 
 
-def _trimmed(text: str, start: int, end: int) -> tuple[int, int] | None:
+def trim(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` without leading and trailing whitespace (empty when all blank)."""
     while start < end and text[start].isspace():
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    return (start, end) if start < end else None
+    return start, end
+
+
+def _sentence_stops(text: str, start: int, end: int, endpos: int) -> Iterator[int]:
+    """Offsets just after terminal punctuation in ``[start, end)`` that ends a sentence: something
+    that can start a sentence follows (before ``endpos``) and it is not an abbreviation's period."""
+    for m in _TERMINAL.finditer(text, start, end):
+        stop = m.end()
+        if not _STARTER.match(text, stop, endpos):
+            continue
+        if text[m.start()] == "." and stop - m.start() == 1 and _is_abbreviation(text, m.start()):
+            continue
+        yield stop
+
+
+def _ends_before(pattern: re.Pattern[str], text: str, start: int, end: int) -> Iterator[int]:
+    """For each match of ``pattern`` in ``[start, end)``, the offset just after the last
+    non-whitespace character before it, when that lies after ``start``."""
+    for m in pattern.finditer(text, start, end):
+        cut = m.start()
+        while cut > start and text[cut - 1].isspace():
+            cut -= 1
+        if cut > start:
+            yield cut
 
 
 def _fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
@@ -71,13 +95,13 @@ def _split_long(text: str, start: int, end: int, max_chars: int) -> Iterator[tup
             cut = text.rfind(" ", start + 1, limit)
         if cut <= start:
             cut = limit
-        span = _trimmed(text, start, cut)
-        if span:
-            yield span
+        s, e = trim(text, start, cut)
+        if s < e:
+            yield s, e
         start = cut
-    span = _trimmed(text, start, end)
-    if span:
-        yield span
+    s, e = trim(text, start, end)
+    if s < e:
+        yield s, e
 
 
 def _line_pieces(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -98,19 +122,14 @@ def _prose_sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int
     for para_start, para_end in _between(_BLANK_LINE, text, start, end):
         for line_start, line_end in _line_pieces(text, para_start, para_end):
             begin = line_start
-            for m in _TERMINAL.finditer(text, line_start, line_end):
-                stop = m.end()
-                if not _STARTER.match(text, stop, line_end):
-                    continue
-                if text[m.start()] == "." and m.end() - m.start() == 1 and _is_abbreviation(text, m.start()):
-                    continue
-                span = _trimmed(text, begin, stop)
-                if span:
-                    yield span
+            for stop in _sentence_stops(text, line_start, line_end, line_end):
+                s, e = trim(text, begin, stop)
+                if s < e:
+                    yield s, e
                 begin = stop
-            span = _trimmed(text, begin, line_end)
-            if span:
-                yield span
+            s, e = trim(text, begin, line_end)
+            if s < e:
+                yield s, e
 
 
 def _between(pattern: re.Pattern[str], text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
@@ -141,14 +160,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None, *, max_cha
 
 def paragraph_ends(text: str, start: int, end: int) -> list[int]:
     """Sorted offsets in ``(start, end]`` where a paragraph ends (just after its last character)."""
-    ends = []
-    for m in _BLANK_LINE.finditer(text, start, end):
-        cut = m.start()
-        while cut > start and text[cut - 1].isspace():
-            cut -= 1
-        if cut > start:
-            ends.append(cut)
-    return ends
+    return list(_ends_before(_BLANK_LINE, text, start, end))
 
 
 def sentence_ends(text: str, start: int, end: int) -> list[int]:
@@ -158,19 +170,7 @@ def sentence_ends(text: str, start: int, end: int) -> list[int]:
     punctuation, starter and abbreviation rules as :func:`sentence_spans`, plus line ends
     before list items, headings and table rows.
     """
-    ends = []
-    for m in _TERMINAL.finditer(text, start, end):
-        stop = m.end()
-        if not _STARTER.match(text, stop):
-            continue
-        if text[m.start()] == "." and m.end() - m.start() == 1 and _is_abbreviation(text, m.start()):
-            continue
-        ends.append(stop)
-    for m in _BLOCK_LINE.finditer(text, start, end):
-        cut = m.start()
-        while cut > start and text[cut - 1].isspace():
-            cut -= 1
-        if cut > start:
-            ends.append(cut)
+    ends = list(_sentence_stops(text, start, end, len(text)))
+    ends.extend(_ends_before(_BLOCK_LINE, text, start, end))
     ends.extend(m.end() for m in _HEADING_LINE_END.finditer(text, start, end))
     return sorted(set(ends))

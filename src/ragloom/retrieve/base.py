@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ragloom.embed.base import Embedder
+from ragloom.embed.base import Embedder, normalize_rows
 from ragloom.errors import UnknownNameError
 from ragloom.store.lance import LanceStore
 from ragloom.types import AGE_FACTOR_KEY, SECTION_SEPARATOR, ScoredChunk
@@ -123,16 +123,9 @@ def to_scored(row: Mapping[str, Any], score: float, retriever: str, *, scores: M
 
 
 def unit(vector: Any) -> np.ndarray:  # noqa: ANN401 - any array-like
-    """``vector`` as float32 with length 1 (a zero vector stays zero)."""
-    v = np.asarray(vector, dtype=np.float32)
-    return v / (np.linalg.norm(v) or 1.0)
-
-
-def unit_rows(vectors: np.ndarray) -> np.ndarray:
-    """Every row of ``vectors`` as float32 with length 1 (zero rows stay zero)."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1.0, norms)
+    """``vector`` as float32 with length 1 (a zero vector stays zero), by the same arithmetic as
+    :func:`~ragloom.embed.base.normalize_rows`, so a vector and its row in a matrix agree."""
+    return normalize_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
 
 
 def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], *, k: int = 60,

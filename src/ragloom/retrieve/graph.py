@@ -18,8 +18,9 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ragloom.embed.base import normalize_rows
 from ragloom.graph.build import SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
-from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit, unit_rows
+from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit
 from ragloom.retrieve.basic import hybrid
 from ragloom.store.lance import RESULT_COLUMNS, LanceStore, vector_matrix
 from ragloom.types import ScoredChunk
@@ -47,7 +48,7 @@ def chunk_vectors(store: LanceStore, tenant: str) -> tuple[dict[str, int], np.nd
         if table is None or table.num_rows == 0:
             return {}, np.zeros((0, 1), dtype=np.float32), []
         ids = table["chunk_id"].to_pylist()
-        return {cid: i for i, cid in enumerate(ids)}, unit_rows(vector_matrix(table)), table["lens"].to_pylist()
+        return {cid: i for i, cid in enumerate(ids)}, normalize_rows(vector_matrix(table)), table["lens"].to_pylist()
 
     return store.memo(("chunk vectors", tenant), load)
 
@@ -120,20 +121,21 @@ class _Expanded:
 def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
     settings = req.options["settings"].graph
     query = unit(req.vector)
-    seeds = hybrid(req.narrowed(k=settings.initial_limit, options={**req.options, "with_vectors": True}))
+    with req.timed("load graph"):
+        graph = req.options["graph"]()
+        # Current queries take vectors from memory; as-of ones read them with the rows.
+        index = chunk_vectors(req.store, req.tenant) if req.as_of is None else None
+    fetch_vectors = index is None or bool(req.options.get("with_vectors"))
+    seeds = hybrid(req.narrowed(k=settings.initial_limit, options={**req.options, "with_vectors": fetch_vectors}))
     if not seeds:
         return []
     top_rrf = max(s.score for s in seeds)
     vectors: dict[str, np.ndarray] = {}
     results: dict[str, ScoredChunk] = {}
     for s in seeds:
-        vectors[s.chunk_id] = unit(s.vector)
+        vectors[s.chunk_id] = index[1][index[0][s.chunk_id]] if index is not None else unit(s.vector)
         relevance = 0.5 * float(query @ vectors[s.chunk_id]) + 0.5 * s.score / top_rrf
         results[s.chunk_id] = replace(s, score=relevance, retriever="graph", scores={**s.scores, "relevance": relevance})
-    with req.timed("load graph"):
-        graph = req.options["graph"]()
-        # Current queries score neighbours from the in-memory vectors; as-of ones read rows.
-        index = chunk_vectors(req.store, req.tenant) if req.as_of is None else None
     lenses = set(req.lenses) if req.lenses else None
     expanded: dict[str, _Expanded] = {}
     frontier = [s.chunk_id for s in seeds]

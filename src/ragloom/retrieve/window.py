@@ -23,7 +23,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit, unit_rows
+from ragloom.embed.base import normalize_rows
+from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit
 from ragloom.store.filters import sql_str
 from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.types import ScoredChunk
@@ -150,7 +151,7 @@ def _sentences(doc: str, positions: np.ndarray, starts: np.ndarray, ends: np.nda
                vectors: np.ndarray) -> Sentences:
     order = np.argsort(positions, kind="stable")
     return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
-                     unit_rows(np.asarray(vectors)[order]))
+                     normalize_rows(np.asarray(vectors, dtype=np.float32)[order]))
 
 
 def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
@@ -222,6 +223,47 @@ def rule_from(req: SearchRequest, *, fixed: bool) -> Expansion:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """One grown span with its exact offsets, text and sentences."""
+
+    span: Span
+    start: int
+    end: int
+    text: str
+    position: int  # of its first sentence in the document
+    sentences: tuple[tuple[int, int], ...]
+    hit: Mapping  # the row of the seed sentence the span grew from (the best one, when merged)
+
+
+def grow_hits(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion, query: np.ndarray | None, *,
+              merge: bool = True, limit: int | None = None) -> list[Window]:
+    """Every hit (a sentence row: ``document_id``, ``chunk_index``, ``start_char``, ``_score``)
+    grown into its window under ``rule``; windows of one document that overlap or touch are
+    merged. Best first, at most ``limit``."""
+    with req.timed("load sentences"):
+        documents = load_sentences(req, hits, rule)
+    with req.timed("expand"):
+        # The hit's position in its document's loaded sentences.
+        seeds = [(h["document_id"], int(np.searchsorted(documents[h["document_id"]].starts, h["start_char"])),
+                  float(h["_score"])) for h in hits]
+        spans = expand(seeds, documents, rule, query, merge=merge)[:limit]
+    hit_at: dict[tuple[str, int], Mapping] = {}
+    for h, (doc_id, position, _) in zip(hits, seeds, strict=True):
+        hit_at.setdefault((doc_id, position), h)
+    with req.timed("load texts"):
+        texts = req.store.document_texts(req.tenant, {s.document_id for s in spans}, as_of=req.as_of)
+    windows = []
+    for span in spans:
+        doc = documents[span.document_id]
+        start, end = int(doc.starts[span.first]), int(doc.ends[span.last])
+        sentences = tuple(zip(doc.starts[span.first : span.last + 1].tolist(),
+                              doc.ends[span.first : span.last + 1].tolist(), strict=True))
+        windows.append(Window(span, start, end, texts.get(span.document_id, "")[start:end],
+                              int(doc.positions[span.first]), sentences, hit_at[(span.document_id, span.seed)]))
+    return windows
+
+
 def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[ScoredChunk]:
     top_k = int(req.options.get("top_k", req.options["settings"].sentences.top_k))
     vector = req.vector
@@ -232,46 +274,16 @@ def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[Sco
         if not req.store.has_table("sentences"):
             req.notes.append("no sentence index in this workspace: ingest with sentences.enabled = true")
         return []
-    with req.timed("load sentences"):
-        documents = load_sentences(req, hits, rule)
-    with req.timed("expand"):
-        # The hit's position in its document's loaded window.
-        seeds = []
-        for h in hits:
-            doc = documents[h["document_id"]]
-            position = int(np.searchsorted(doc.starts, h["start_char"]))
-            seeds.append((h["document_id"], position, float(h["_score"])))
-        spans = expand(seeds, documents, rule, unit(vector), merge=bool(req.options.get("merge", True)))
-    with req.timed("load texts"):
-        texts = _document_texts(req, {s.document_id for s in spans})
-    first_hit = {h["document_id"]: h for h in hits}
+    windows = grow_hits(req, hits, rule, unit(vector), merge=bool(req.options.get("merge", True)), limit=req.limit)
     results = []
-    for span in spans[: req.limit]:
-        doc = documents[span.document_id]
-        start, end = int(doc.starts[span.first]), int(doc.ends[span.last])
-        row = dict(first_hit[span.document_id])
-        row.update(chunk_id=f"{span.document_id}:{start}-{end}", start_char=start, end_char=end,
-                   text=texts[span.document_id][start:end], prefix="", token_count=0,
-                   chunk_index=int(doc.positions[span.first]), total_chunks=0)
-        results.append(replace_sentences(to_scored(row, span.score, name, scores={"seed_similarity": span.score,
-                                                                                  "sentences": span.last - span.first + 1}),
-                                         tuple(zip(doc.starts[span.first: span.last + 1].tolist(),
-                                                   doc.ends[span.first: span.last + 1].tolist(), strict=True))))
+    for w in windows:
+        row = dict(w.hit)  # document fields, and the section of the sentence the span grew from
+        row.update(chunk_id=f"{w.span.document_id}:{w.start}-{w.end}", start_char=w.start, end_char=w.end,
+                   text=w.text, prefix="", token_count=0, chunk_index=w.position, total_chunks=0)
+        scored = to_scored(row, w.span.score, name,
+                           scores={"seed_similarity": w.span.score, "sentences": w.span.last - w.span.first + 1})
+        results.append(replace(scored, sentences=w.sentences))
     return results
-
-
-def replace_sentences(result: ScoredChunk, sentences: tuple[tuple[int, int], ...]) -> ScoredChunk:
-    return replace(result, sentences=sentences)
-
-
-def _document_texts(req: SearchRequest, document_ids: set[str]) -> dict[str, str]:
-    if req.as_of is None:
-        return req.store.document_texts(req.tenant, document_ids)
-    texts = {}
-    for doc in document_ids:
-        row = req.store.document(req.tenant, doc, as_of=req.as_of)
-        texts[doc] = row["text"] if row else ""
-    return texts
 
 
 @mode("window")

@@ -17,7 +17,6 @@ document row never landed, so a crash mid-write leaves the store as it was.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -157,6 +156,7 @@ RESULT_COLUMNS = [
     "quality_score",
 ]
 _DOC_COLUMNS = [f.name for f in DOCUMENT_SCHEMA if f.name != "text"]
+_CHUNK_COLUMNS = [name for name in chunk_schema(1).names if name != "vector"]
 
 
 def _lancedb():
@@ -220,9 +220,6 @@ class LanceStore:
             self._tables[name] = table
             return table
 
-    def has_chunks(self) -> bool:
-        return self._table("chunks") is not None
-
     def has_table(self, name: str) -> bool:
         return self._table(name) is not None
 
@@ -244,9 +241,6 @@ class LanceStore:
                 f"vectors but the embedder makes {dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
             )
         return table
-
-    def _schema(self, name: str, dim: int) -> pa.Schema:
-        return {"documents": DOCUMENT_SCHEMA, "mentions": MENTION_SCHEMA}.get(name) or chunk_schema(dim)
 
     @staticmethod
     def _rows(query, limit: int | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
@@ -288,8 +282,11 @@ class LanceStore:
             self.forget()
             for name in DEPENDENT_TABLES:
                 if rows.get(name):
-                    table = self._chunks(dim, name) if name != "mentions" else self._table(name, MENTION_SCHEMA)
-                    table.add(pa.Table.from_pylist(list(rows[name]), schema=self._schema(name, dim)))
+                    if name == "mentions":
+                        table, schema = self._table(name, MENTION_SCHEMA), MENTION_SCHEMA
+                    else:
+                        table, schema = self._chunks(dim, name), chunk_schema(dim)
+                    table.add(pa.Table.from_pylist(list(rows[name]), schema=schema))
                     if name == "chunks":
                         self._ensure_fts(table)
             for name in ("chunks", "sentences"):
@@ -471,26 +468,30 @@ class LanceStore:
         rows = self._select(self._documents(), where, None if with_text else _DOC_COLUMNS)
         return max(rows, key=lambda r: r["version_sequence"]) if rows else None
 
-    def document_texts(self, tenant: str, document_ids: Iterable[str]) -> dict[str, str]:
-        """The current text of each document, read in one query and kept in memory until the
-        next write (at most ``TEXT_MEMO_CHARS`` characters are kept)."""
+    def document_texts(self, tenant: str, document_ids: Iterable[str], *,
+                       as_of: datetime | None = None) -> dict[str, str]:
+        """The text of each document (current, or at ``as_of``), read in one query; current
+        texts are kept in memory until the next write (at most ``TEXT_MEMO_CHARS`` characters).
+        A document that does not exist (then) has no entry."""
         out: dict[str, str] = {}
         missing = []
         with self._lock:
             generation = self._generation
             for doc in set(document_ids):
                 key = ("text", tenant, doc)
-                if key in self._memo:
+                if as_of is None and key in self._memo:
                     out[doc] = self._memo[key]
                 else:
                     missing.append(doc)
         if not missing:
             return out
-        rows = self._select(self._documents(), scope(tenant, extra=[sql_in("document_id", missing)]),
+        rows = self._select(self._documents(), scope(tenant, as_of=as_of, extra=[sql_in("document_id", missing)]),
                             ["document_id", "version_sequence", "text"])
-        for r in sorted(rows, key=lambda r: r["version_sequence"]):
+        for r in sorted(rows, key=lambda r: r["version_sequence"]):  # the latest version wins
             out[r["document_id"]] = r["text"] or ""
         with self._lock:
+            if as_of is not None:
+                return out
             if generation != self._generation:
                 return out  # a write came in while reading: use the texts, keep none
             if self._memo_chars > TEXT_MEMO_CHARS:
@@ -504,8 +505,12 @@ class LanceStore:
         return out
 
     def lenses(self, tenant: str, *, as_of: datetime | None = None) -> set[str]:
-        """The lenses that have chunks for ``tenant`` (at ``as_of``)."""
-        return {r["lens"] for r in self._select(self._table("chunks"), scope(tenant, as_of=as_of), ["lens"])}
+        """The lenses that have chunks for ``tenant`` (at ``as_of``; the current ones are kept in
+        memory until the next write, since balanced retrieval asks for them on every query)."""
+        def read() -> set[str]:
+            return {r["lens"] for r in self._select(self._table("chunks"), scope(tenant, as_of=as_of), ["lens"])}
+
+        return read() if as_of is not None else set(self.memo(("lenses", tenant), read))
 
     def documents_any(self) -> bool:
         """Whether any tenant has a document row at all."""
@@ -535,7 +540,7 @@ class LanceStore:
             extra.append(f"array_has_any(entities, [{', '.join(sql_str(e) for e in ids)}])" if ids else "FALSE")
         cols = list(columns) if columns is not None else None
         if cols is None:
-            cols = None if with_vectors else [f for f in chunk_schema(1).names if f != "vector"]
+            cols = None if with_vectors else _CHUNK_COLUMNS
         return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
 
     def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks") -> pa.Table | None:
@@ -616,5 +621,3 @@ def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
     return values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
 
 
-def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, default=str)
