@@ -62,6 +62,17 @@ def test_different_numbers_for_the_same_quantity() -> None:
     assert (c.kind, c.difference) == ("number", "24 engineers vs 18 engineers")
 
 
+def test_every_pair_of_three_disagreeing_numbers() -> None:
+    found = conflicts(
+        ("team-structured", "The roadmap assumes 24 engineers across four squads.", ["roadmap"]),
+        ("engineering", "Engineering has 18 engineers today.", ["engineering"]),
+        ("external-analyst", "Analysts count 30 engineers at the company.", ["analysts"]),
+    )
+    assert sorted(c.difference for c in found) == ["18 engineers vs 30 engineers", "24 engineers vs 18 engineers",
+                                                   "24 engineers vs 30 engineers"]
+    assert {c.topic for c in found} == {"engineers"}
+
+
 @pytest.mark.parametrize(
     "first,second",
     [

@@ -13,7 +13,7 @@ two claims from different lenses conflict when they are about the same subject a
 - **date**: their periods do not overlap;
 - **number**: they count the same thing with values more than 5% apart;
 - **negation**: one negates what the other asserts, and the sentences say nearly the same
-  thing otherwise (cosine of their embeddings at least 0.5).
+  thing otherwise (cosine of their embeddings at least 0.4).
 
 Merely mentioning the same topic is never a contradiction. Warnings are ranked by how certain
 the conflict is and by the authority of the lenses involved (a setting, seed 000's order by
@@ -330,6 +330,7 @@ def detect_contradictions(sentences: Sequence[_Sentence], *, authority: Sequence
             continue
         if len(members) < 2 or len(members) > MAX_GROUP:
             continue
+        name = subject.removeprefix(UNIT)  # a quantity's key is "unit:<noun>"; its topic the noun
         for x, i in enumerate(members):
             for j in members[x + 1 :]:
                 a, b = sentences[i], sentences[j]
@@ -339,14 +340,13 @@ def detect_contradictions(sentences: Sequence[_Sentence], *, authority: Sequence
                     key = (min(i, j), max(i, j), kind)
                     if key in seen:  # the same two statements about another name of the same thing
                         known = seen[key]
-                        seen[key] = replace(known, topic=f"{known.topic}; {subject}")
+                        seen[key] = replace(known, topic=f"{known.topic}; {name}")
                         continue
                     kind_name, note = _pair_type(a.statement.lens, b.statement.lens)
-                    subject = subject.removeprefix(UNIT)
                     weight = (_authority(a.statement.lens, authority) + _authority(b.statement.lens, authority)) / 2
                     first, second = sorted((a.statement, b.statement),
                                            key=lambda s: -_authority(s.lens, authority))
-                    seen[key] = Contradiction(kind, kind_name, subject, difference, note, (first, second),
+                    seen[key] = Contradiction(kind, kind_name, name, difference, note, (first, second),
                                               round(certainty, 3), round(weight, 3), round(certainty * (0.5 + weight), 4))
     ranked = sorted(seen.values(), key=lambda c: (-c.score, c.topic))
     return ranked[:limit] if limit is not None else ranked
