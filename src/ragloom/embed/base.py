@@ -4,20 +4,22 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from ragloom.errors import InvalidParameterError
 
-#: Called with the number of texts just embedded.
-ProgressCallback = Callable[[int], None]
-
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
+
+    That is the whole protocol. An embedder that can read only so many tokens at once also
+    declares ``max_tokens`` (and, optionally, ``token_pieces``, see
+    :mod:`ragloom.embed.windowed`), and ragloom embeds longer texts window by window.
+    """
 
     #: Identifies the model (and its settings) in caches and in the workspace manifest.
     name: str
@@ -25,8 +27,8 @@ class Embedder(Protocol):
     @property
     def dim(self) -> int: ...
 
-    def embed(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
-        """A ``(len(texts), dim)`` array; every input is represented whole."""
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """A ``(len(texts), dim)`` array."""
         ...
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -47,7 +49,8 @@ class HashingEmbedder:
     """Feature hashing of words and word bigrams into ``dim`` signed buckets.
 
     Deterministic, offline and about a thousand times faster than a transformer: for tests,
-    for graph-building benchmarks, and as a lexical fallback. It has no notion of synonyms.
+    for graph-building benchmarks, and as a lexical fallback. It has no notion of synonyms,
+    and no length limit.
     """
 
     def __init__(self, dim: int = 384, *, bigrams: bool = True) -> None:
@@ -62,7 +65,7 @@ class HashingEmbedder:
     def dim(self) -> int:
         return self._dim
 
-    def embed(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         for i, text in enumerate(texts):
             words = [w.lower() for w in _WORD.findall(text)]
@@ -76,8 +79,6 @@ class HashingEmbedder:
             # Sublinear term frequency, as in tf-idf: repeated words should not dominate.
             np.copyto(row, np.sign(row) * np.log1p(np.abs(row)))
         self.calls += len(texts)
-        if progress is not None:
-            progress(len(texts))
         return normalize_rows(out)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragloom.embed.base import Embedder, ProgressCallback
+from ragloom.embed.base import Embedder
 
 _BATCH = 500
 
@@ -35,7 +35,7 @@ class CachedEmbedder:
     def _key(self, text: str) -> str:
         return hashlib.blake2b(f"{self.name}\0{text}".encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
 
-    def embed(self, texts: Sequence[str], *, progress: ProgressCallback | None = None) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
         keys = [self._key(t) for t in texts]
         found: dict[str, np.ndarray] = {}
         with self._connect() as db:
@@ -48,15 +48,13 @@ class CachedEmbedder:
         # Each missing key once, in order of first use; one key means one text (the key hashes it).
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if todo:
-            vectors = self.inner.embed(list(todo.values()), progress=progress)
+            vectors = self.inner.embed(list(todo.values()))
             with self._connect() as db:
                 db.executemany(
                     "INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
                     [(k, v.astype(np.float32).tobytes()) for k, v in zip(todo, vectors, strict=True)],
                 )
             found.update(zip(todo, vectors, strict=True))
-        if progress is not None and len(texts) > len(todo):
-            progress(len(texts) - len(todo))
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)

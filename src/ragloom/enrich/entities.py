@@ -19,6 +19,7 @@ abbreviates (``Apex HVAC``).
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
 import tomllib
@@ -30,6 +31,7 @@ from typing import Any, Protocol
 from ragloom.enrich.spans import DisjointSpans
 from ragloom.enrich.timeref import extract_time_refs
 from ragloom.errors import ConfigError, MissingExtraError
+from ragloom.types import Chunk
 
 DEFAULT_TYPES = ("customer", "service", "product", "location", "technician", "procedure", "person", "organisation", "date")
 OTHER = "other"
@@ -373,3 +375,15 @@ def load_gazetteer(folder: Path, explicit: str | None = None) -> Gazetteer:
         if (folder / name).is_file():
             return Gazetteer.load(folder / name)
     return Gazetteer()
+
+
+def entities_per_chunk(chunks: Sequence[Chunk], mentions: Sequence[EntityMention]) -> list[list[str]]:
+    """For each chunk, the entity ids of the mentions it contains (repeated per mention);
+    ``mentions`` sorted by start, as :class:`EntityExtractor` returns them."""
+    starts = [m.start for m in mentions]
+    out = []
+    for c in chunks:
+        lo = bisect.bisect_left(starts, c.start)
+        hi = bisect.bisect_left(starts, c.end)
+        out.append([m.entity_id for m in mentions[lo:hi] if m.end <= c.end])
+    return out

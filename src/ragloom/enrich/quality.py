@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragloom.chunk.base import SizeModel
 from ragloom.types import Chunk, QualityIssue
+
+if TYPE_CHECKING:
+    from ragloom.enrich.entities import EntityMention
 
 WEIGHTS = {"length_score": 0.2, "entity_density": 0.2, "semantic_coherence": 0.3,
            "boundary_respect": 0.15, "overlap_quality": 0.15}
@@ -27,16 +33,6 @@ DENSITY_BAND = (2.0, 8.0)
 #: corpus with all-MiniLM-L6-v2 (its median is 0.24): the least coherent tenth gets flagged.
 LOW_COHERENCE = 0.12
 _SPECIAL = re.compile(r"[^\w\s.,;:!?()\-'\"]")
-
-
-@dataclass(frozen=True, slots=True)
-class SizeModel:
-    """What "too short" and "too long" mean for a strategy, in ``unit`` (chars or tokens)."""
-
-    unit: str
-    target: int
-    minimum: int
-    maximum: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,3 +162,31 @@ def _confidence(text: str, size: int, model: SizeModel, entities: int) -> float:
     if len(_SPECIAL.findall(text)) / max(len(text), 1) > 0.1:
         quality = 0.7
     return float(min(max(confidence * quality, 0.1), 1.0))
+
+
+def entity_splits(chunk: Chunk, mentions: Sequence[EntityMention]) -> int:
+    """Mentions that a chunk edge cuts through."""
+    return sum(1 for m in mentions if m.start < chunk.start < m.end or m.start < chunk.end < m.end)
+
+
+def assess_chunks(chunks: Sequence[Chunk], sentence_spans: Sequence[tuple[int, int]], sentence_vectors: np.ndarray,
+                  mentions: Sequence[EntityMention], entities: Sequence[Sequence[str]], model: SizeModel,
+                  overlap: int) -> list[ChunkQuality]:
+    """Quality of every chunk of a document, from its sentences' vectors and its mentions."""
+    starts = [s for s, _ in sentence_spans]
+    ends = sorted(e for _, e in sentence_spans)
+    per_section = Counter(c.section_index for c in chunks)
+    out = []
+    for i, chunk in enumerate(chunks):
+        lo = bisect.bisect_left(starts, chunk.start)
+        hi = bisect.bisect_right(starts, chunk.end - 1)
+        inside = [j for j in range(lo, hi) if sentence_spans[j][1] <= chunk.end]
+        vectors = sentence_vectors[inside] if inside else np.zeros((0, 1), dtype=np.float32)
+        size = chunk.token_count if model.unit == "tokens" else len(chunk.text)
+        nearby = [m for m in mentions if m.start < chunk.end and m.end > chunk.start]
+        out.append(assess(chunk, text_size=size, model=model, entities=len(entities[i]),
+                          entity_splits=entity_splits(chunk, nearby), vectors=vectors,
+                          previous=chunks[i - 1] if i else None, configured_overlap=overlap,
+                          sentence_starts=starts, sentence_ends=ends,
+                          whole_section=per_section[chunk.section_index] == 1))
+    return out

@@ -103,8 +103,9 @@ def run(ctx: EvalContext) -> SuiteResult:
                 ctx.progress(name)
                 options = dict(options)
                 rrf = options.pop("rrf_k", None)
-                engine.settings = _settings(embed_text).with_overrides(**({"retrieval__rrf_k": rrf} if rrf else {}))
-                scores = evaluate(engine, data.queries, uuid_of, mode, **options)
+                tuned = engine if not rrf else Engine(engine.workspace.path, embedder=ctx.embedder,
+                                                      settings=_settings(embed_text).with_overrides(retrieval__rrf_k=rrf))
+                scores = evaluate(tuned, data.queries, uuid_of, mode, **options)
                 row = {"configuration": name}
                 for k in KS:
                     row[f"Pass@{k}"] = 100 * float(np.mean(scores[k]))

@@ -15,7 +15,7 @@ from ragloom.graph.build import (
     term_counts,
     update_edges,
 )
-from ragloom.graph.view import ContextGraph, edge_rows, edges_from_rows, node_attributes
+from ragloom.graph.view import ContextGraph, node_attributes
 
 __all__ = [
     "EDGE_TYPES",
@@ -30,8 +30,6 @@ __all__ = [
     "GraphNode",
     "Update",
     "build_edges",
-    "edge_rows",
-    "edges_from_rows",
     "node_attributes",
     "term_counts",
     "update_edges",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -142,19 +142,3 @@ def _scalar(value: Any) -> Any:  # noqa: ANN401
     if value is None:
         return ""
     return value
-
-
-def edge_rows(tenant: str, edges: Sequence[Edge], nodes: Mapping[str, Mapping[str, Any]], at: Any) -> list[dict[str, Any]]:  # noqa: ANN401
-    """Rows for the edges table; each carries both ends' document and lens for scoped deletes."""
-    rows = []
-    for e in edges:
-        a, b = nodes[e.src], nodes[e.dst]
-        rows.append({"tenant_id": tenant, "src": e.src, "dst": e.dst, "type": e.type, "weight": e.weight,
-                     "attrs": json.dumps(dict(e.attrs), ensure_ascii=False), "created_at": at,
-                     "src_document": a["document_id"], "dst_document": b["document_id"],
-                     "src_lens": a["lens"], "dst_lens": b["lens"]})
-    return rows
-
-
-def edges_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Edge]:
-    return [Edge(r["src"], r["dst"], r["type"], float(r["weight"]), json.loads(r["attrs"] or "{}")) for r in rows]

@@ -53,7 +53,7 @@ class SentenceRetriever(BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         engine = self._engine
-        tenant = engine._tenant(self._tenant)
+        tenant = engine.components.tenant(self._tenant)
         vector = engine.embedder.embed_query(query_bundle.query_str)
         hits = engine.store.vector_search(tenant, vector, self._top_k, lenses=self._lenses, table="sentences")
         return [_node(to_scored(h, h["_score"], "sentence")) for h in hits]
@@ -84,13 +84,13 @@ class DynamicWindowPostprocessor(BaseNodePostprocessor):
         if not nodes:
             return []
         engine = self.engine
-        tenant = engine._tenant(self.tenant)
+        tenant = engine.components.tenant(self.tenant)
         rule = Expansion(self.threshold, self.max_expand, self.cross_sections, self.query_floor,
                          self.adaptive_quantile)
         hits = [{"document_id": n.node.metadata["document_id"], "chunk_index": int(n.node.metadata["position"]),
                  "start_char": int(n.node.metadata["start_char"]), "_score": float(n.score or 0.0)} for n in nodes]
         request = SearchRequest(text=query_bundle.query_str if query_bundle else "", store=engine.store,
-                                embedder=engine.embedder, tenant=tenant)
+                                embedder=engine.embedder, tenant=tenant, settings=engine.settings)
         query = unit(request.vector) if query_bundle is not None else None
         base = {n.node.metadata["document_id"]: n.node.metadata for n in nodes}
         out = []

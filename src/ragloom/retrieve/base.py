@@ -1,20 +1,109 @@
-"""What every retriever shares: the search request, the registry of modes, row conversion."""
+"""What every retriever shares: the search request, typed options, the registry of modes.
+
+A mode is a function from a :class:`SearchRequest` to scored chunks, registered with the
+options it accepts (a frozen dataclass whose defaults come from the settings). An option that
+a mode does not have is an error naming the ones it has, never silently ignored::
+
+    @mode("recent", options=RecentOptions)
+    def recent(req: SearchRequest) -> list[ScoredChunk]: ...
+
+Other packages add modes through the ``ragloom.modes`` entry point group.
+"""
 
 from __future__ import annotations
 
+import difflib
 import time
+import types
+import typing
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ragloom.config import Settings
 from ragloom.embed.base import Embedder, normalize_rows
-from ragloom.errors import UnknownNameError
+from ragloom.errors import InvalidParameterError
+from ragloom.plugins import Registry
 from ragloom.store.lance import LanceStore
-from ragloom.types import AGE_FACTOR_KEY, SECTION_SEPARATOR, ScoredChunk
+from ragloom.store.schema import to_scored as to_scored
+from ragloom.types import AGE_FACTOR_KEY, ScoredChunk
+
+if TYPE_CHECKING:
+    from ragloom.graph.view import ContextGraph
+
+O = TypeVar("O", bound="ModeOptions")
+
+
+@dataclass(frozen=True, slots=True)
+class ModeOptions:
+    """A mode's options. Subclasses add fields; :meth:`defaults` fills them from the settings."""
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        """Values from the settings for the fields that have a setting."""
+        return {}
+
+    @classmethod
+    def build(cls: type[O], settings: Settings, given: Mapping[str, Any], *, mode: str = "") -> O:
+        """The options with ``given`` over the settings' defaults, each checked by type."""
+        names = [f.name for f in fields(cls)]
+        for key in given:
+            if key not in names:
+                close = difflib.get_close_matches(key, names, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                valid = ", ".join(sorted(names)) or "none"
+                raise InvalidParameterError(
+                    f"unknown option {key!r} for retrieval mode {mode or cls.__name__!r}{hint}; valid options: {valid}")
+        values = {**cls.defaults(settings), **given}
+        hints = typing.get_type_hints(cls)
+        for f in fields(cls):
+            if f.name in values:
+                values[f.name] = _coerce(values[f.name], hints[f.name], f"{mode or cls.__name__} option {f.name}")
+            elif f.default is MISSING and f.default_factory is MISSING:
+                raise InvalidParameterError(f"retrieval mode {mode!r} needs the option {f.name!r}")
+        return cls(**values)
+
+
+def _coerce(value: Any, hint: Any, what: str) -> Any:  # noqa: ANN401 - checked against the hint
+    """``value`` as the type ``hint`` names (int, float, bool, str, optional, mapping), or an error."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, what)
+            except InvalidParameterError:
+                continue
+        raise InvalidParameterError(f"{what} must be {hint}, not {value!r}")
+    if hint is bool:
+        if isinstance(value, bool):
+            return value
+        raise InvalidParameterError(f"{what} must be true or false, not {value!r}")
+    if hint is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise InvalidParameterError(f"{what} must be a whole number, not {value!r}")
+    if hint is float:
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+        raise InvalidParameterError(f"{what} must be a number, not {value!r}")
+    if hint is str:
+        if isinstance(value, str):
+            return value
+        raise InvalidParameterError(f"{what} must be a string, not {value!r}")
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        if isinstance(value, Mapping):
+            return dict(value)
+        raise InvalidParameterError(f"{what} must be a mapping, not {value!r}")
+    return value
 
 
 @dataclass
@@ -25,13 +114,13 @@ class SearchRequest:
     store: LanceStore
     embedder: Embedder
     tenant: str
+    settings: Settings = field(default_factory=Settings)
+    options: ModeOptions = field(default_factory=ModeOptions)
     k: int | None = None  # None: the mode's own default
-    default_k: int = 5
     lenses: Sequence[str] | None = None
     as_of: datetime | None = None
-    candidates: int = 50
-    rrf_k: int = 60
-    options: Mapping[str, Any] = field(default_factory=dict)
+    #: The tenant's context graph, loaded when a mode asks for it.
+    graph: Callable[[], ContextGraph] | None = None
     #: Filled by the retriever: notes for the user (a lens with no chunks, for example).
     notes: list[str] = field(default_factory=list)
     query_vector: np.ndarray | None = None
@@ -57,7 +146,16 @@ class SearchRequest:
 
     @property
     def limit(self) -> int:
-        return self.k if self.k is not None else self.default_k
+        return self.k if self.k is not None else self.settings.retrieval.k
+
+    @property
+    def candidates(self) -> int:
+        return self.settings.retrieval.candidates
+
+    def options_as(self, cls: type[O]) -> O:
+        """The options when they are of ``cls`` (or a subclass), else ``cls``'s defaults: a
+        mode that runs another (graph runs hybrid) reads the other's options this way."""
+        return self.options if isinstance(self.options, cls) else cls.build(self.settings, {})
 
     def narrowed(self, **changes: Any) -> SearchRequest:  # noqa: ANN401
         """A copy for a sub-search that shares the query vector and reports notes and timings to this one."""
@@ -65,61 +163,55 @@ class SearchRequest:
 
 
 Retriever = Callable[[SearchRequest], list[ScoredChunk]]
-_MODES: dict[str, Retriever] = {}
 
 
-def mode(name: str) -> Callable[[Retriever], Retriever]:
-    """Register a retrieval mode under ``name``."""
+@dataclass(frozen=True)
+class Mode:
+    """A retrieval mode: its name, its function and the options it accepts."""
 
-    def add(fn: Retriever) -> Retriever:
-        _MODES[name] = fn
-        return fn
+    name: str
+    run: Retriever
+    options: type[ModeOptions] = ModeOptions
 
-    return add
+    def __call__(self, req: SearchRequest) -> list[ScoredChunk]:
+        return self.run(req)
+
+
+def _builtin_modes() -> dict[str, Any]:
+    from ragloom.retrieve import basic, graph, lens, window
+
+    builtins = (basic.VECTOR, basic.BM25, basic.HYBRID, lens.BALANCED, graph.GRAPH, window.WINDOW, window.DYNAMIC)
+    return {m.name: m for m in builtins}
+
+
+#: Retrieval modes by name: the built-ins, then the ``ragloom.modes`` entry points (a
+#: :class:`Mode`, or a function with an optional ``options`` attribute).
+MODES: Registry[Any] = Registry("retrieval mode", "ragloom.modes", _builtin_modes)
+
+
+def define(name: str, *, options: type[ModeOptions] = ModeOptions) -> Callable[[Retriever], Mode]:
+    """A mode made from a function (register it with :func:`register_mode` or an entry point)."""
+
+    def make(fn: Retriever) -> Mode:
+        return Mode(name, fn, options)
+
+    return make
+
+
+def register_mode(mode: Mode) -> Mode:
+    """Add a mode to the registry (for code that defines one without a package)."""
+    return MODES.register(mode.name, mode)  # type: ignore[no-any-return]
 
 
 def mode_names() -> list[str]:
-    return sorted(_MODES)
+    return MODES.names()
 
 
-def get_mode(name: str) -> Retriever:
-    try:
-        return _MODES[name]
-    except KeyError:
-        raise UnknownNameError("retrieval mode", name, _MODES) from None
-
-
-def to_scored(row: Mapping[str, Any], score: float, retriever: str, *, scores: Mapping[str, float] | None = None,
-              via: Mapping[str, Any] | None = None) -> ScoredChunk:
-    path = row.get("section_path") or ""
-    return ScoredChunk(
-        chunk_id=row["chunk_id"],
-        document_id=row["document_id"],
-        text=row["text"],
-        score=float(score),
-        source_path=row["source_path"],
-        lens=row["lens"],
-        tenant=row["tenant_id"],
-        title=row.get("title") or "",
-        section_path=tuple(path.split(SECTION_SEPARATOR)) if path else (),
-        start=int(row["start_char"]),
-        end=int(row["end_char"]),
-        token_count=int(row.get("token_count") or 0),
-        chunk_index=int(row.get("chunk_index") or 0),
-        total_chunks=int(row.get("total_chunks") or 0),
-        doc_type=row.get("doc_type") or "",
-        prefix=row.get("prefix") or "",
-        version_id=row.get("version_id") or "",
-        as_of=row.get("as_of"),
-        document_date=row.get("document_date"),
-        retriever=retriever,
-        scores=dict(scores or {retriever: float(score)}),
-        via=via,
-        key_terms=tuple(row.get("key_terms") or ()),
-        time_refs=tuple(row.get("time_refs") or ()),
-        entities=tuple(row.get("entities") or ()),
-        vector=np.asarray(row["vector"], dtype=np.float32) if row.get("vector") is not None else None,
-    )
+def get_mode(name: str) -> Mode:
+    item = MODES.get(name)
+    if isinstance(item, Mode):
+        return item
+    return Mode(name, item, getattr(item, "options", ModeOptions))
 
 
 def unit(vector: Any) -> np.ndarray:  # noqa: ANN401 - any array-like

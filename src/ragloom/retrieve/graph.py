@@ -18,11 +18,14 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from ragloom.config import Settings
 from ragloom.embed.base import normalize_rows
+from ragloom.errors import InvalidParameterError
 from ragloom.graph.build import SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
-from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit
-from ragloom.retrieve.basic import hybrid
-from ragloom.store.lance import RESULT_COLUMNS, LanceStore, vector_matrix
+from ragloom.retrieve.base import SearchRequest, define, to_scored, unit
+from ragloom.retrieve.basic import HybridOptions, hybrid
+from ragloom.store.lance import LanceStore, vector_matrix
+from ragloom.store.schema import RESULT_COLUMNS
 from ragloom.types import ScoredChunk
 
 QUERY_WEIGHT, EDGE_WEIGHT = 0.75, 0.25
@@ -117,16 +120,36 @@ class _Expanded:
     row: Mapping[str, Any] | None = None
 
 
-@mode("graph")
+@dataclass(frozen=True, slots=True)
+class GraphOptions(HybridOptions):
+    """Seeds, hops, final size and the relevance-diversity balance (``[graph]`` settings)."""
+
+    initial_limit: int = 20
+    hops: int = 1
+    final_limit: int = 50
+    mmr_lambda: float = 0.7
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        g = settings.graph
+        return {"initial_limit": g.initial_limit, "hops": g.hops, "final_limit": g.final_limit,
+                "mmr_lambda": g.mmr_lambda}
+
+
+@define("graph", options=GraphOptions)
 def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
-    settings = req.options["settings"].graph
+    """Hybrid seeds expanded over the context graph, ranked for relevance and lens diversity."""
+    settings = req.options_as(GraphOptions)
+    if req.graph is None:
+        raise InvalidParameterError("graph mode needs the request's graph loader (SearchRequest.graph)")
     query = unit(req.vector)
     with req.timed("load graph"):
-        graph = req.options["graph"]()
+        graph = req.graph()
         # Current queries take vectors from memory; as-of ones read them with the rows.
         index = chunk_vectors(req.store, req.tenant) if req.as_of is None else None
-    fetch_vectors = index is None or bool(req.options.get("with_vectors"))
-    seeds = hybrid(req.narrowed(k=settings.initial_limit, options={**req.options, "with_vectors": fetch_vectors}))
+    fetch_vectors = index is None or settings.with_vectors
+    seeds = hybrid(req.narrowed(k=settings.initial_limit,
+                                options=HybridOptions(with_vectors=fetch_vectors, fusion_weights=settings.fusion_weights)))
     if not seeds:
         return []
     top_rrf = max(s.score for s in seeds)
@@ -185,5 +208,8 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
             if row is None:
                 continue  # written away since the vectors were read
             c = to_scored(row, c.score, "graph", scores={"cosine": c.cosine, "relevance": c.score}, via=c.via)
-        out.append(c if req.options.get("with_vectors") else replace(c, vector=None))
+        out.append(c if settings.with_vectors else replace(c, vector=None))
     return out
+
+
+GRAPH = graph_expanded

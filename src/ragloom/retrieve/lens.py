@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import zip_longest
+from typing import Any
 
-from ragloom.retrieve.base import SearchRequest, mode
-from ragloom.retrieve.basic import hybrid
+from ragloom.config import Settings
+from ragloom.retrieve.base import SearchRequest, define
+from ragloom.retrieve.basic import HybridOptions, hybrid
 from ragloom.types import ScoredChunk
+
+
+@dataclass(frozen=True, slots=True)
+class BalancedOptions(HybridOptions):
+    #: Results from each lens (``retrieval.chunks_per_lens``).
+    chunks_per_lens: int = 8
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        return {"chunks_per_lens": settings.retrieval.chunks_per_lens}
 
 
 def lens_order(req: SearchRequest) -> list[str]:
     """The configured lenses in their order, then any other lens present, then requested ones."""
-    settings = req.options["settings"].retrieval
+    settings = req.settings.retrieval
     present = req.store.lenses(req.tenant, as_of=req.as_of)
     order = list(settings.lenses) + sorted(present - set(settings.lenses))
     if req.lenses is not None:
@@ -23,14 +35,17 @@ def lens_order(req: SearchRequest) -> list[str]:
     return [lens for lens in order if lens in present]
 
 
-@mode("balanced")
+@define("balanced", options=BalancedOptions)
 def balanced(req: SearchRequest) -> list[ScoredChunk]:
     """Hybrid search within each lens (``chunks_per_lens`` each, default 8), interleaved by rank:
     first every lens's best, then every lens's second best, so any prefix stays balanced.
     A lens without chunks is reported in the notes, not silently skipped."""
-    per_lens = int(req.options.get("chunks_per_lens") or req.options["settings"].retrieval.chunks_per_lens)
+    per_lens = req.options_as(BalancedOptions).chunks_per_lens
     _ = req.vector  # embed the query once for every lens
     ranked = [hybrid(req.narrowed(lenses=[lens], k=per_lens)) for lens in lens_order(req)]
     results = [r for row in zip_longest(*ranked) for r in row if r is not None]
     results = [replace(r, retriever="balanced") for r in results]
     return results[: req.k] if req.k is not None else results
+
+
+BALANCED = balanced

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
+from ragloom.config import Settings
 from ragloom.embed.base import normalize_rows
-from ragloom.retrieve.base import SearchRequest, mode, to_scored, unit
+from ragloom.retrieve.base import ModeOptions, SearchRequest, define, to_scored, unit
 from ragloom.store.filters import sql_str
 from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.types import ScoredChunk
@@ -209,18 +211,49 @@ def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion)
             for doc, rs in grouped.items()}
 
 
-def rule_from(req: SearchRequest, *, fixed: bool) -> Expansion:
-    s = req.options["settings"].sentences
-    o = req.options
-    return Expansion(
-        threshold=float(o.get("threshold", s.threshold)),
-        max_expand=int(o.get("max_expand", s.max_expand)),
-        cross_sections=bool(o.get("cross_sections", s.cross_sections)),
-        query_floor=o.get("query_floor", s.query_floor),
-        adaptive_quantile=(float(o.get("adaptive_quantile", s.adaptive_quantile))
-                           if o.get("adaptive", s.adaptive) else None),
-        fixed=int(o.get("window", s.window)) if fixed else None,
-    )
+@dataclass(frozen=True, slots=True)
+class WindowOptions(ModeOptions):
+    """``window`` mode (``[sentences]`` settings): sentences retrieved, sentences added per side."""
+
+    top_k: int = 10
+    window: int = 3
+    cross_sections: bool = False
+    #: Merge the windows of one document that overlap or touch.
+    merge: bool = True
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        s = settings.sentences
+        return {"top_k": s.top_k, "window": s.window, "cross_sections": s.cross_sections}
+
+    def rule(self) -> Expansion:
+        return Expansion(cross_sections=self.cross_sections, fixed=self.window)
+
+
+@dataclass(frozen=True, slots=True)
+class DynamicOptions(ModeOptions):
+    """``dynamic`` mode (``[sentences]`` settings): how far and on what similarity a window grows."""
+
+    top_k: int = 10
+    threshold: float = 0.75
+    max_expand: int = 5
+    cross_sections: bool = False
+    query_floor: float | None = None
+    adaptive: bool = False
+    adaptive_quantile: float = 0.5
+    merge: bool = True
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        s = settings.sentences
+        return {"top_k": s.top_k, "threshold": s.threshold, "max_expand": s.max_expand,
+                "cross_sections": s.cross_sections, "query_floor": s.query_floor, "adaptive": s.adaptive,
+                "adaptive_quantile": s.adaptive_quantile}
+
+    def rule(self) -> Expansion:
+        return Expansion(threshold=self.threshold, max_expand=self.max_expand, cross_sections=self.cross_sections,
+                         query_floor=self.query_floor,
+                         adaptive_quantile=self.adaptive_quantile if self.adaptive else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,8 +297,8 @@ def grow_hits(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion, quer
     return windows
 
 
-def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[ScoredChunk]:
-    top_k = int(req.options.get("top_k", req.options["settings"].sentences.top_k))
+def sentence_windows(req: SearchRequest, options: WindowOptions | DynamicOptions, name: str) -> list[ScoredChunk]:
+    rule, top_k = options.rule(), options.top_k
     vector = req.vector
     with req.timed("sentence search"):
         hits = req.store.vector_search(req.tenant, vector, top_k, lenses=req.lenses, as_of=req.as_of,
@@ -274,7 +307,7 @@ def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[Sco
         if not req.store.has_table("sentences"):
             req.notes.append("no sentence index in this workspace: ingest with sentences.enabled = true")
         return []
-    windows = grow_hits(req, hits, rule, unit(vector), merge=bool(req.options.get("merge", True)), limit=req.limit)
+    windows = grow_hits(req, hits, rule, unit(vector), merge=options.merge, limit=req.limit)
     results = []
     for w in windows:
         row = dict(w.hit)  # document fields, and the section of the sentence the span grew from
@@ -286,13 +319,16 @@ def sentence_windows(req: SearchRequest, rule: Expansion, name: str) -> list[Sco
     return results
 
 
-@mode("window")
+@define("window", options=WindowOptions)
 def window(req: SearchRequest) -> list[ScoredChunk]:
     """The best sentences, each widened by a fixed number of sentences per side (default 3)."""
-    return sentence_windows(req, rule_from(req, fixed=True), "window")
+    return sentence_windows(req, req.options_as(WindowOptions), "window")
 
 
-@mode("dynamic")
+@define("dynamic", options=DynamicOptions)
 def dynamic(req: SearchRequest) -> list[ScoredChunk]:
     """The best sentences, each grown while its neighbours stay semantically close."""
-    return sentence_windows(req, rule_from(req, fixed=False), "dynamic")
+    return sentence_windows(req, req.options_as(DynamicOptions), "dynamic")
+
+
+WINDOW, DYNAMIC = window, dynamic

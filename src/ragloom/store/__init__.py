@@ -1,6 +1,8 @@
-"""Persistence: the LanceDB store and the filter builders that keep user strings in literals."""
+"""Persistence: the LanceDB store, its schemas and row conversions, the write plan of a document
+version, and the filter builders that keep user strings in literals."""
 
 from ragloom.store.filters import scope, sql_in, sql_str, sql_time
-from ragloom.store.lance import DOCUMENT_SCHEMA, LanceStore, chunk_schema
+from ragloom.store.lance import LanceStore
+from ragloom.store.schema import DOCUMENT_SCHEMA, chunk_schema
 
 __all__ = ["DOCUMENT_SCHEMA", "LanceStore", "chunk_schema", "scope", "sql_in", "sql_str", "sql_time"]

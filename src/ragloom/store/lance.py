@@ -1,165 +1,67 @@
 """The LanceDB store: the only module that imports lancedb.
 
-Tables (every row carries ``tenant_id``; every read is scoped by it):
+The tables and their rows are described in :mod:`ragloom.store.schema`. This module decides
+how a workspace is shared: any number of processes may read while one writes.
 
-``documents``
-    one row per document version, with the full normalised text.
-``chunks``
-    one row per chunk version, with its vector, its naked and contextualised text and a
-    full-text index for BM25.
-
-Rows are never rewritten except to close their validity: a version is valid from ``as_of``
-until ``superseded_at`` (NULL while current). A tombstone has ``as_of == superseded_at``, so it
-is recorded in the history but never matched by a search. A document version's rows are
-written before the document row itself, and :meth:`LanceStore.repair` removes rows whose
-document row never landed, so a crash mid-write leaves the store as it was.
+- **Writes** take the workspace's write lock (:meth:`LanceStore.writer`; a second writer waits,
+  and gives up with a clear error after ``lock_timeout`` seconds). Each logical write (a batch
+  of documents, a graph update, a deletion) leaves a *pending* marker, changes the tables, then
+  records a *commit*: the version of every table. A crash between the two leaves the marker,
+  and the next writer rolls every table back to the commit before it writes.
+- **Reads** see the last commit and nothing after it: every table is read at the version the
+  commit names (LanceDB's time travel), so a query never sees half a write, whoever is writing.
+  :meth:`LanceStore.snapshot` moves the reads to the newest commit; the engine calls it at the
+  start of each operation, so a long-lived process sees other processes' writes.
+- What the store keeps in memory (:meth:`LanceStore.memo`, document texts) belongs to one
+  commit and is dropped when the reads move to another.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
+import sys
 import threading
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from datetime import datetime
+import time
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from ragloom.errors import MissingExtraError, StoreError
+from ragloom.errors import MissingExtraError, StoreError, WorkspaceLockedError
 from ragloom.store.filters import scope, sql_in, sql_str, sql_time
+from ragloom.store.schema import (
+    CHUNK_COLUMNS,
+    DEPENDENT_TABLES,
+    DOC_COLUMNS,
+    DOCUMENT_SCHEMA,
+    EDGE_SCHEMA,
+    MENTION_SCHEMA,
+    RESULT_COLUMNS,
+    TABLES,
+    chunk_schema,
+)
 
-TS = pa.timestamp("us", tz="UTC")
 #: Each write adds a fragment; compacting them costs more than it saves until there are this many.
 SMALL_FRAGMENTS_BEFORE_COMPACTION = 16
 UNINDEXED_ROWS_BEFORE_INDEXING = 5000
-
-_VERSION_FIELDS = [
-    pa.field("tenant_id", pa.string(), nullable=False),
-    pa.field("document_id", pa.string(), nullable=False),
-    pa.field("version_id", pa.string(), nullable=False),
-    pa.field("version_sequence", pa.int32(), nullable=False),
-    pa.field("previous_version_id", pa.string()),
-    pa.field("change_type", pa.string(), nullable=False),
-    pa.field("change_summary", pa.string()),
-    pa.field("as_of", TS, nullable=False),
-    pa.field("superseded_at", TS),
-    pa.field("created_at", TS, nullable=False),
-    pa.field("updated_at", TS, nullable=False),
-    pa.field("content_hash", pa.string(), nullable=False),
-    pa.field("lens", pa.string(), nullable=False),
-    pa.field("source_path", pa.string(), nullable=False),
-    pa.field("title", pa.string()),
-    pa.field("doc_type", pa.string()),
-    pa.field("document_date", pa.date32()),
-]
-
-DOCUMENT_SCHEMA = pa.schema(
-    [
-        *_VERSION_FIELDS,
-        pa.field("media_type", pa.string()),
-        pa.field("modified_at", TS),
-        pa.field("file_hash", pa.string()),
-        pa.field("size_chars", pa.int64()),
-        pa.field("chunk_count", pa.int32()),
-        pa.field("text", pa.large_string()),
-        pa.field("metadata_json", pa.string()),
-    ]
-)
-
-
-def chunk_schema(dim: int) -> pa.Schema:
-    return pa.schema(
-        [
-            *_VERSION_FIELDS,
-            pa.field("chunk_id", pa.string(), nullable=False),
-            pa.field("doc_version_id", pa.string(), nullable=False),
-            pa.field("text", pa.string()),
-            pa.field("prefix", pa.string()),
-            pa.field("contextualized_text", pa.string()),
-            pa.field("search_text", pa.string()),
-            pa.field("start_char", pa.int64()),
-            pa.field("end_char", pa.int64()),
-            pa.field("token_count", pa.int32()),
-            pa.field("chunk_index", pa.int32()),
-            pa.field("total_chunks", pa.int32()),
-            pa.field("section_path", pa.string()),
-            pa.field("section_index", pa.int32()),
-            pa.field("chunk_index_in_section", pa.int32()),
-            pa.field("strategy", pa.string()),
-            pa.field("embedded_text", pa.string()),
-            pa.field("key_terms", pa.list_(pa.string())),
-            pa.field("time_refs", pa.list_(pa.string())),
-            pa.field("entities", pa.list_(pa.string())),
-            pa.field("quality_score", pa.float32()),
-            pa.field("quality_json", pa.string()),
-            pa.field("prev_id", pa.string()),
-            pa.field("next_id", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-        ]
-    )
-
-
-MENTION_SCHEMA = pa.schema(
-    [
-        pa.field("tenant_id", pa.string(), nullable=False),
-        pa.field("document_id", pa.string(), nullable=False),
-        pa.field("doc_version_id", pa.string(), nullable=False),
-        pa.field("version_id", pa.string(), nullable=False),
-        pa.field("entity_id", pa.string(), nullable=False),
-        pa.field("canonical", pa.string()),
-        pa.field("type", pa.string()),
-        pa.field("text", pa.string()),
-        pa.field("start_char", pa.int64()),
-        pa.field("end_char", pa.int64()),
-        pa.field("confidence", pa.float32()),
-        pa.field("source", pa.string()),
-        pa.field("lens", pa.string()),
-        pa.field("source_path", pa.string()),
-        pa.field("as_of", TS, nullable=False),
-        pa.field("superseded_at", TS),
-    ]
-)
-
-EDGE_SCHEMA = pa.schema(
-    [
-        pa.field("tenant_id", pa.string(), nullable=False),
-        pa.field("src", pa.string(), nullable=False),
-        pa.field("dst", pa.string(), nullable=False),
-        pa.field("type", pa.string(), nullable=False),
-        pa.field("weight", pa.float64()),
-        pa.field("attrs", pa.string()),
-        pa.field("created_at", TS),
-        pa.field("src_document", pa.string()),
-        pa.field("dst_document", pa.string()),
-        pa.field("src_lens", pa.string()),
-        pa.field("dst_lens", pa.string()),
-    ]
-)
-
-#: Tables whose rows belong to a document version (``doc_version_id``), written before it.
-DEPENDENT_TABLES = ("chunks", "sentences", "mentions")
+#: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
+TEXT_MEMO_CHARS = 64_000_000
 #: Edge types recomputed per chunk, per document and per lens on an incremental update.
 _PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP")
 _PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
+#: Where the store keeps its lock, commit record and pending marker, beside the tables.
+STATE_DIR = "_ragloom"
+#: Commit flag: chunks changed since the graph's edges were last written.
+GRAPH_STALE = "graph_stale"
 
 
-#: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
-TEXT_MEMO_CHARS = 64_000_000
-
-#: Chunk columns returned by searches (everything but the bulky ones).
-RESULT_COLUMNS = [
-    "tenant_id", "document_id", "chunk_id", "version_id", "lens", "source_path", "title", "doc_type",
-    "document_date", "as_of", "created_at", "text", "prefix", "start_char", "end_char", "token_count",
-    "chunk_index", "total_chunks", "section_path", "section_index", "key_terms", "time_refs", "entities",
-    "quality_score",
-]
-_DOC_COLUMNS = [f.name for f in DOCUMENT_SCHEMA if f.name != "text"]
-_CHUNK_COLUMNS = [name for name in chunk_schema(1).names if name != "vector"]
-
-
-def _lancedb():
+def _lancedb() -> Any:  # noqa: ANN401 - the lancedb module
     # Lance logs routine events (a table being created, scoring columns) as warnings on stderr.
     os.environ.setdefault("LANCE_LOG", "error")
     try:
@@ -169,56 +71,211 @@ def _lancedb():
     return lancedb
 
 
-class LanceStore:
-    """Embedded LanceDB tables in ``<workspace>/lancedb``."""
+def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
+    """A fixed-size-list column of an Arrow table as one (rows, dim) float32 array."""
+    values = table[column].combine_chunks()
+    return values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
 
-    def __init__(self, path: str | Path, *, fts_column: str = "search_text") -> None:
+
+class _WriteLock:
+    """The workspace's write lock: an exclusive ``flock`` on a file, so it dies with its
+    process, plus an in-process lock so threads queue too. Re-entrant in one thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread_lock = threading.RLock()
+        self._depth = 0
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        try:
+            info = json.loads(self.path.read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            return "another process"
+        return f"process {info.get('pid', '?')} ({info.get('command', '?')}, since {info.get('since', '?')})"
+
+    @contextlib.contextmanager
+    def held(self, timeout: float, on_wait: Callable[[str], None] | None) -> Iterator[bool]:
+        """Hold the lock; yields whether this is the outermost hold (the one that took it)."""
+        started = time.monotonic()
+        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
+            raise WorkspaceLockedError(self.path.parent.parent, "another thread of this process", timeout)
+        try:
+            self._depth += 1
+            outer = self._depth == 1
+            if outer:
+                self._acquire_file(timeout - (time.monotonic() - started), on_wait)
+            try:
+                yield outer
+            finally:
+                if outer:
+                    self._release_file()
+        finally:
+            self._depth -= 1
+            self._thread_lock.release()
+
+    def _acquire_file(self, timeout: float, on_wait: Callable[[str], None] | None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        started = time.monotonic()
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited = time.monotonic() - started
+                if waited >= timeout:
+                    holder = self.holder()
+                    os.close(fd)
+                    raise WorkspaceLockedError(self.path.parent.parent, holder, timeout) from None
+                if not told and on_wait is not None:
+                    on_wait(f"waiting for the workspace write lock, held by {self.holder()}")
+                    told = True
+                time.sleep(min(0.05 * (1 + waited), 0.5))
+        info = {"pid": os.getpid(), "command": " ".join(os.path.basename(a) for a in sys.argv[:2]) or "python",
+                "since": datetime.now(UTC).isoformat(timespec="seconds")}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        self._fd = fd
+
+    def _release_file(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class LanceStore:
+    """Embedded LanceDB tables in ``<workspace>/lancedb``, shared safely between processes."""
+
+    def __init__(self, path: str | Path, *, fts_column: str = "search_text", lock_timeout: float = 600.0) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.fts_column = fts_column
+        self.lock_timeout = lock_timeout
         self._db = _lancedb().connect(str(self.path))
-        self._tables: dict[str, Any] = {}
+        self._state = self.path / STATE_DIR
+        self._commit_path = self._state / "commit.json"
+        self._pending_path = self._state / "pending"
+        self._write_lock = _WriteLock(self._state / "write.lock")
+        self._writers: dict[str, Any] = {}  # table handles at the latest version, for writes
+        self._readers: dict[str, Any] = {}  # table handles at the committed version, for reads
         self._lock = threading.RLock()
         self._memo: dict[Hashable, Any] = {}
         self._memo_chars = 0
-        self._generation = 0  # counts forget() calls: a read older than the last write is not kept
+        self._pins: dict[str, int] | None = None  # table versions reads are pinned to
+        self._commit_stamp: tuple[int, int] | None = None
+        #: Tables the last taking of the write lock rolled back (a crashed writer's leftovers).
+        self.rolled_back = 0
+        self.snapshot()
+
+    # -- commits and snapshots ----------------------------------------------------------------
+
+    def _read_commit(self) -> dict[str, Any] | None:
+        try:
+            data: dict[str, Any] = json.loads(self._commit_path.read_text(encoding="utf-8"))
+            return data
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{self._commit_path} is unreadable ({exc}); remove it to read the newest table versions") from exc
+
+    def snapshot(self) -> bool:
+        """Move reads to the newest commit; returns whether they moved. Cheap when nothing
+        changed (one ``stat``), so every operation can start with it."""
+        try:
+            st = self._commit_path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except FileNotFoundError:
+            stamp = None
+        with self._lock:
+            if stamp is not None and stamp == self._commit_stamp:
+                return False
+            commit = self._read_commit() if stamp is not None else None
+            self._commit_stamp = stamp
+            if commit is None:  # a workspace without commits yet: read the newest versions
+                pins = {}
+                for name in TABLES:
+                    table = self._readers.get(name) or self._open(name)
+                    if table is not None:
+                        table.checkout_latest()
+                        self._readers[name] = table
+                        pins[name] = int(table.version)
+            else:
+                pins = {name: int(v) for name, v in commit["tables"].items()}
+            if pins == self._pins:
+                return False
+            self._pin(pins)
+            return True
+
+    def _pin(self, pins: dict[str, int]) -> None:
+        for name in TABLES:
+            table = self._readers.get(name) or (self._open(name) if name in pins else None)
+            if name not in pins or table is None:
+                self._readers.pop(name, None)
+                continue
+            if int(table.version) != pins[name]:
+                try:
+                    table.checkout(pins[name])
+                except Exception:  # noqa: BLE001 - that version was cleaned up: read the newest
+                    table.checkout_latest()
+                    pins[name] = int(table.version)
+            self._readers[name] = table
+        self._pins = pins
+        self.forget()
+
+    @property
+    def pins(self) -> Mapping[str, int]:
+        """The table versions reads see (the last commit)."""
+        return dict(self._pins or {})
+
+    def _open(self, name: str) -> Any:  # noqa: ANN401
+        try:
+            return self._db.open_table(name)
+        except ValueError:  # "Table 'x' was not found"
+            return None
 
     # -- derived data kept in memory ---------------------------------------------------------
 
     def memo(self, key: Hashable, load: Callable[[], Any]) -> Any:  # noqa: ANN401
-        """``load()``, computed once and kept until the next write through this store.
-
-        For derived data a query would otherwise read again from the tables every time (the
-        sentence index's arrays, the context graph). Writes by other processes are not seen
-        by an open store anyway (LanceDB's default read consistency), so a write here is the
-        only thing that can make a kept value stale.
-        """
+        """``load()``, computed once per commit: for derived data a query would otherwise read
+        again from the tables every time (the sentence index's arrays, the context graph)."""
         with self._lock:
-            if key not in self._memo:
-                self._memo[key] = load()
-            return self._memo[key]
+            pins = self._pins
+            if key in self._memo:
+                return self._memo[key]
+        value = load()
+        with self._lock:
+            if pins == self._pins:  # a commit came in while loading: use the value, keep none
+                self._memo.setdefault(key, value)
+        return value
 
     def forget(self) -> None:
-        """Drop everything :meth:`memo` and :meth:`document_texts` keep (every write does)."""
+        """Drop everything :meth:`memo` and :meth:`document_texts` keep."""
         with self._lock:
             self._memo.clear()
             self._memo_chars = 0
-            self._generation += 1
 
     # -- tables ------------------------------------------------------------------------------
 
-    def _table(self, name: str, schema: pa.Schema | None = None):  # noqa: ANN202
-        with self._lock:
-            if name in self._tables:
-                return self._tables[name]
-            try:
-                table = self._db.open_table(name)
-            except ValueError:  # "Table 'x' was not found"
+    def _table(self, name: str) -> Any:  # noqa: ANN401
+        """The table as of the last commit, for reading (None when it did not exist then)."""
+        return self._readers.get(name)
+
+    def _writable(self, name: str, schema: pa.Schema | None = None) -> Any:  # noqa: ANN401
+        """The table at its newest version, for writing (created from ``schema`` if missing)."""
+        table = self._writers.get(name)
+        if table is None:
+            table = self._open(name)
+            if table is None:
                 if schema is None:
                     return None
                 table = self._db.create_table(name, schema=schema)
-            self._tables[name] = table
-            return table
+            self._writers[name] = table
+        return table
 
     def has_table(self, name: str) -> bool:
         return self._table(name) is not None
@@ -228,31 +285,113 @@ class LanceStore:
         table = self._table("chunks")
         if table is None:
             return None
-        return table.schema.field("vector").type.list_size
+        return int(table.schema.field("vector").type.list_size)
 
-    def _documents(self):  # noqa: ANN202
-        return self._table("documents", DOCUMENT_SCHEMA)
-
-    def _chunks(self, dim: int | None = None, name: str = "chunks"):  # noqa: ANN202
-        table = self._table(name, chunk_schema(dim) if dim else None)
-        if table is not None and dim and table.schema.field("vector").type.list_size != dim:
+    def _check_dim(self, table: Any, dim: int) -> None:  # noqa: ANN401
+        have = table.schema.field("vector").type.list_size
+        if have != dim:
             raise StoreError(
-                f"the workspace at {self.path.parent} holds {table.schema.field('vector').type.list_size}-dimensional "
-                f"vectors but the embedder makes {dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
+                f"the workspace at {self.path.parent} holds {have}-dimensional vectors but the embedder makes "
+                f"{dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
             )
-        return table
 
     @staticmethod
-    def _rows(query, limit: int | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
-        return query.limit(limit).to_arrow().to_pylist()
+    def _rows(query: Any, limit: int | None = None) -> list[dict[str, Any]]:  # noqa: ANN401
+        rows: list[dict[str, Any]] = query.limit(limit).to_arrow().to_pylist()
+        return rows
 
-    def _select(self, table, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:  # noqa: ANN001
+    def _select(self, table: Any, where: str, columns: Sequence[str] | None = None) -> list[dict[str, Any]]:  # noqa: ANN401
         if table is None:
             return []
         query = table.search().where(where)
         if columns is not None:
             query = query.select(list(columns))
         return self._rows(query, None)
+
+    # -- the write lock and commits ------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer(self, *, timeout: float | None = None, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+        """Hold the workspace's write lock for a series of writes (an ingest, a reindex).
+
+        A second writer waits (``on_wait`` hears why, once) and raises
+        :class:`~ragloom.errors.WorkspaceLockedError` after ``timeout`` seconds (default
+        ``lock_timeout``). Taking the lock finishes the business of a writer that crashed: the
+        tables go back to the last commit.
+        """
+        with self._write_lock.held(self.lock_timeout if timeout is None else timeout, on_wait) as outer:
+            if outer:
+                self._writers.clear()  # another process may have written, or dropped, tables since
+                self.rolled_back = self._rollback() if self._pending_path.exists() else 0
+            yield
+
+    @contextlib.contextmanager
+    def _change(self, **flags: Any) -> Iterator[None]:  # noqa: ANN401
+        """One logical write: marker (with the versions to return to), table changes, commit
+        (with ``flags``). Takes the lock if it is not held."""
+        with self.writer(), self._lock:
+            self._pending_path.parent.mkdir(parents=True, exist_ok=True)
+            marker = {"tables": self._versions(), "started_at": datetime.now(UTC).isoformat(), "pid": os.getpid()}
+            self._pending_path.write_text(json.dumps(marker), encoding="utf-8")
+            yield
+            self._commit(**flags)
+            self._pending_path.unlink(missing_ok=True)
+
+    def _versions(self) -> dict[str, int]:
+        """The newest version of every existing table."""
+        versions = {}
+        for name in TABLES:
+            table = self._writable(name)
+            if table is not None:
+                versions[name] = int(table.version)
+        return versions
+
+    def _commit(self, **extra: Any) -> None:  # noqa: ANN401
+        versions = self._versions()
+        previous = self._read_commit() or {}
+        record = {**{k: v for k, v in previous.items() if k != "tables"}, "tables": versions,
+                  "sequence": int(previous.get("sequence", 0)) + 1,
+                  "committed_at": datetime.now(UTC).isoformat(), **extra}
+        tmp = self._commit_path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
+        tmp.replace(self._commit_path)
+        self.snapshot()
+
+    def commit_info(self) -> dict[str, Any]:
+        """The last commit record (table versions, sequence, flags such as ``graph_stale``)."""
+        return self._read_commit() or {}
+
+    def _rollback(self) -> int:
+        """Every table back to the versions the pending marker recorded before an interrupted
+        write began (a table that write created is dropped); returns tables rolled back."""
+        try:
+            before = json.loads(self._pending_path.read_text(encoding="utf-8") or "{}").get("tables")
+        except (OSError, ValueError):
+            before = None
+        if before is None:  # a marker without versions: the last commit is the state to return to
+            before = (self._read_commit() or {}).get("tables", {})
+        rolled = 0
+        for name in TABLES:
+            table = self._writable(name)
+            if table is None:
+                continue
+            target = before.get(name)
+            if target is None:
+                self._db.drop_table(name)
+                self._writers.pop(name, None)
+                rolled += 1
+            elif int(table.version) != int(target):
+                table.restore(int(target))
+                rolled += 1
+        self._commit()
+        self._pending_path.unlink(missing_ok=True)
+        return rolled
+
+    def repair(self) -> int:
+        """Roll back an interrupted write, if a marker says there was one (taking the lock does
+        it); returns the number of tables rolled back."""
+        with self.writer():
+            return self.rolled_back
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -265,27 +404,22 @@ class LanceStore:
         at: datetime,
         dim: int,
     ) -> None:
-        """Add new versions and close the ones they replace, in an order a crash cannot hurt.
+        """Add new versions and close the ones they replace, as one commit.
 
-        1. rows of the dependent tables (chunks, sentences, mentions) are added;
-        2. the versions they replace are closed (``close`` holds version ids per table;
-           ``close_mentions_of`` the document versions whose mentions end);
-        3. document rows are added: the commit point of each document version;
-        4. the replaced document versions are closed.
-
-        :meth:`repair` undoes a write interrupted before step 3 and finishes one interrupted
-        before step 4.
+        Dependent rows (chunks, sentences, mentions) first, then the closing of what they
+        replace, then the document rows, then the closing of the replaced document versions;
+        readers see none of it until the commit, and a crash before it is rolled back.
         """
         close = close or {}
         stamp = sql_time(at)
-        with self._lock:
-            self.forget()
+        with self._change(**({GRAPH_STALE: True} if rows.get("chunks") or close.get("chunks") else {})):
             for name in DEPENDENT_TABLES:
                 if rows.get(name):
                     if name == "mentions":
-                        table, schema = self._table(name, MENTION_SCHEMA), MENTION_SCHEMA
+                        table, schema = self._writable(name, MENTION_SCHEMA), MENTION_SCHEMA
                     else:
-                        table, schema = self._chunks(dim, name), chunk_schema(dim)
+                        table, schema = self._writable(name, chunk_schema(dim)), chunk_schema(dim)
+                        self._check_dim(table, dim)
                     table.add(pa.Table.from_pylist(list(rows[name]), schema=schema))
                     if name == "chunks":
                         self._ensure_fts(table)
@@ -293,19 +427,20 @@ class LanceStore:
                 self._close(name, "version_id", close.get(name, ()), stamp)
             self._close("mentions", "doc_version_id", close_mentions_of, stamp)
             if rows.get("documents"):
-                self._documents().add(pa.Table.from_pylist(list(rows["documents"]), schema=DOCUMENT_SCHEMA))
+                self._writable("documents", DOCUMENT_SCHEMA).add(
+                    pa.Table.from_pylist(list(rows["documents"]), schema=DOCUMENT_SCHEMA))
             self._close("documents", "version_id", close.get("documents", ()), stamp)
 
     def _close(self, name: str, column: str, ids: Iterable[str], stamp: str) -> None:
         ids = list(ids)
-        table = self._table(name) if ids else None
+        table = self._writable(name) if ids else None
         if table is None:
             return
         for lo in range(0, len(ids), 2000):
             where = sql_in(column, ids[lo : lo + 2000]) + " AND superseded_at IS NULL"
             table.update(where=where, values_sql={"superseded_at": stamp})
 
-    def _ensure_fts(self, table) -> None:  # noqa: ANN001
+    def _ensure_fts(self, table: Any) -> None:  # noqa: ANN401
         if any(getattr(ix, "index_type", "") == "FTS" for ix in table.list_indices()):
             return
         from lancedb.index import FTS
@@ -320,9 +455,9 @@ class LanceStore:
         """Fold new rows into the indexes and compact small fragments, when there are enough of
         them to matter (searches cover unindexed rows anyway); returns whether it ran."""
         ran = False
-        with self._lock:
-            for name in ("documents", *DEPENDENT_TABLES, "edges"):
-                table = self._table(name)
+        with self._change():
+            for name in TABLES:
+                table = self._writable(name)
                 if table is None:
                     continue
                 small = table.stats()["fragment_stats"]["num_small_fragments"]
@@ -332,56 +467,18 @@ class LanceStore:
                     ran = True
         return ran
 
-    def repair(self) -> int:
-        """Bring the store back to a consistent state after an interrupted :meth:`write`.
-
-        Rows whose document version never landed are removed, and the rows that write had
-        already closed are opened again; a document left with two current versions keeps the
-        newer. Returns the number of document versions repaired.
-        """
-        self.forget()
-        docs = self._table("documents")
-        known = {r["version_id"] for r in self._select(docs, "TRUE", ["version_id"])} if docs is not None else set()
-        orphans: dict[str, tuple[str, datetime]] = {}
-        for name in DEPENDENT_TABLES:
-            for r in self._select(self._table(name), "TRUE", ["doc_version_id", "document_id", "as_of"]):
-                if r["doc_version_id"] not in known:
-                    orphans[r["doc_version_id"]] = (r["document_id"], r["as_of"])
-        for document, moment in orphans.values():
-            where = f"document_id = {sql_str(document)} AND superseded_at = {sql_time(moment)}"
-            for name in DEPENDENT_TABLES:
-                table = self._table(name)
-                if table is not None:
-                    table.update(where=where + " AND " + sql_in("doc_version_id", known or {""}),
-                                 values_sql={"superseded_at": "NULL"})
-        if orphans:
-            for name in DEPENDENT_TABLES:
-                table = self._table(name)
-                if table is not None:
-                    table.delete(sql_in("doc_version_id", orphans))
-        current: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        for r in self._select(docs, "superseded_at IS NULL", ["tenant_id", "document_id", "version_id", "as_of",
-                                                                "version_sequence"]):
-            current.setdefault((r["tenant_id"], r["document_id"]), []).append(r)
-        doubled = [sorted(v, key=lambda r: r["version_sequence"]) for v in current.values() if len(v) > 1]
-        for versions in doubled:
-            newest = versions[-1]
-            self._close("documents", "version_id", [v["version_id"] for v in versions[:-1]], sql_time(newest["as_of"]))
-        return len(orphans) + len(doubled)
-
     def clear(self, tenant: str, *, lens: str | None = None) -> int:
         """Delete every row of ``tenant`` (only those of ``lens`` if given); returns documents removed."""
         where = f"tenant_id = {sql_str(tenant)}" + (f" AND lens = {sql_str(lens)}" if lens is not None else "")
-        docs = self._documents()
-        removed = len({r["document_id"] for r in self._select(docs, where, ["document_id"])})
-        with self._lock:
-            self.forget()
+        with self._change():
+            docs = self._writable("documents", DOCUMENT_SCHEMA)
+            removed = len({r["document_id"] for r in self._select(docs, where, ["document_id"])})
             docs.delete(where)
             for name in DEPENDENT_TABLES:
-                table = self._table(name)
+                table = self._writable(name)
                 if table is not None:
                     table.delete(where)
-            edges = self._table("edges")
+            edges = self._writable("edges")
             if edges is not None:
                 scope_edges = f"tenant_id = {sql_str(tenant)}"
                 if lens is not None:
@@ -391,18 +488,18 @@ class LanceStore:
 
     def drop_derived(self) -> None:
         """Remove every table but documents (reindex rebuilds them from the documents table)."""
-        with self._lock:
-            self.forget()
+        with self._change():
             for name in (*DEPENDENT_TABLES, "edges"):
-                if self._table(name) is not None:
+                if self._writable(name) is not None:
                     self._db.drop_table(name)
-                self._tables.pop(name, None)
+                self._writers.pop(name, None)
+                self._readers.pop(name, None)
 
     # -- the context graph's edges ---------------------------------------------------------------
 
     def has_edges(self, tenant: str) -> bool:
         table = self._table("edges")
-        return table is not None and table.count_rows(f"tenant_id = {sql_str(tenant)}") > 0
+        return table is not None and int(table.count_rows(f"tenant_id = {sql_str(tenant)}")) > 0
 
     def edges(self, tenant: str) -> list[dict[str, Any]]:
         return self._select(self._table("edges"), f"tenant_id = {sql_str(tenant)}")
@@ -427,9 +524,8 @@ class LanceStore:
 
     def replace_edges(self, tenant: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """All of a tenant's edges, replaced (a full graph build)."""
-        with self._lock:
-            self.forget()
-            table = self._table("edges", EDGE_SCHEMA)
+        with self._change(**{GRAPH_STALE: False}):
+            table = self._writable("edges", EDGE_SCHEMA)
             table.delete(f"tenant_id = {sql_str(tenant)}")
             if rows:
                 table.add(pa.Table.from_pylist(list(rows), schema=EDGE_SCHEMA))
@@ -438,9 +534,8 @@ class LanceStore:
                      rows: Sequence[Mapping[str, Any]]) -> None:
         """Drop the edges an incremental update recomputes, then add its new ones."""
         chunks, documents, lenses = set(chunks), set(documents), set(lenses)
-        with self._lock:
-            self.forget()
-            table = self._table("edges", EDGE_SCHEMA)
+        with self._change(**{GRAPH_STALE: False}):
+            table = self._writable("edges", EDGE_SCHEMA)
             parts = []
             if chunks:
                 ids = sql_in("src", chunks) + " OR " + sql_in("dst", chunks)
@@ -458,25 +553,25 @@ class LanceStore:
 
     def documents(self, tenant: str, *, lenses: Iterable[str] | None = None, as_of: datetime | None = None,
                   with_text: bool = False) -> list[dict[str, Any]]:
-        columns = None if with_text else _DOC_COLUMNS
-        rows = self._select(self._documents(), scope(tenant, lenses=lenses, as_of=as_of), columns)
+        columns = None if with_text else DOC_COLUMNS
+        rows = self._select(self._table("documents"), scope(tenant, lenses=lenses, as_of=as_of), columns)
         return sorted(rows, key=lambda r: (r["lens"], r["source_path"]))
 
     def document(self, tenant: str, document_id: str, *, as_of: datetime | None = None,
                  with_text: bool = True) -> dict[str, Any] | None:
         where = scope(tenant, as_of=as_of, extra=[f"document_id = {sql_str(document_id)}"])
-        rows = self._select(self._documents(), where, None if with_text else _DOC_COLUMNS)
+        rows = self._select(self._table("documents"), where, None if with_text else DOC_COLUMNS)
         return max(rows, key=lambda r: r["version_sequence"]) if rows else None
 
     def document_texts(self, tenant: str, document_ids: Iterable[str], *,
                        as_of: datetime | None = None) -> dict[str, str]:
         """The text of each document (current, or at ``as_of``), read in one query; current
-        texts are kept in memory until the next write (at most ``TEXT_MEMO_CHARS`` characters).
+        texts are kept in memory for the commit (at most ``TEXT_MEMO_CHARS`` characters).
         A document that does not exist (then) has no entry."""
         out: dict[str, str] = {}
         missing = []
         with self._lock:
-            generation = self._generation
+            pins = self._pins
             for doc in set(document_ids):
                 key = ("text", tenant, doc)
                 if as_of is None and key in self._memo:
@@ -485,15 +580,13 @@ class LanceStore:
                     missing.append(doc)
         if not missing:
             return out
-        rows = self._select(self._documents(), scope(tenant, as_of=as_of, extra=[sql_in("document_id", missing)]),
+        rows = self._select(self._table("documents"), scope(tenant, as_of=as_of, extra=[sql_in("document_id", missing)]),
                             ["document_id", "version_sequence", "text"])
         for r in sorted(rows, key=lambda r: r["version_sequence"]):  # the latest version wins
             out[r["document_id"]] = r["text"] or ""
         with self._lock:
-            if as_of is not None:
-                return out
-            if generation != self._generation:
-                return out  # a write came in while reading: use the texts, keep none
+            if as_of is not None or pins != self._pins:
+                return out  # a past state, or a commit came in while reading: keep none
             if self._memo_chars > TEXT_MEMO_CHARS:
                 for key in [k for k in self._memo if isinstance(k, tuple) and k[0] == "text"]:
                     del self._memo[key]
@@ -506,16 +599,20 @@ class LanceStore:
 
     def lenses(self, tenant: str, *, as_of: datetime | None = None) -> set[str]:
         """The lenses that have chunks for ``tenant`` (at ``as_of``; the current ones are kept in
-        memory until the next write, since balanced retrieval asks for them on every query)."""
+        memory for the commit, since balanced retrieval asks for them on every query)."""
         def read() -> set[str]:
             return {r["lens"] for r in self._select(self._table("chunks"), scope(tenant, as_of=as_of), ["lens"])}
 
         return read() if as_of is not None else set(self.memo(("lenses", tenant), read))
 
+    def tenants(self) -> set[str]:
+        """Every tenant with a document row."""
+        return {r["tenant_id"] for r in self._select(self._table("documents"), "TRUE", ["tenant_id"])}
+
     def documents_any(self) -> bool:
         """Whether any tenant has a document row at all."""
         table = self._table("documents")
-        return table is not None and table.count_rows() > 0
+        return table is not None and int(table.count_rows()) > 0
 
     def all_document_versions(self) -> list[dict[str, Any]]:
         """Every document row of every tenant, with text (for ``reindex``)."""
@@ -523,7 +620,7 @@ class LanceStore:
 
     def history(self, tenant: str, document_id: str) -> list[dict[str, Any]]:
         where = f"tenant_id = {sql_str(tenant)} AND document_id = {sql_str(document_id)}"
-        return sorted(self._select(self._documents(), where, _DOC_COLUMNS), key=lambda r: r["version_sequence"])
+        return sorted(self._select(self._table("documents"), where, DOC_COLUMNS), key=lambda r: r["version_sequence"])
 
     def chunks(self, tenant: str, *, document_ids: Iterable[str] | None = None, chunk_ids: Iterable[str] | None = None,
                lenses: Iterable[str] | None = None, as_of: datetime | None = None, with_vectors: bool = False,
@@ -540,7 +637,7 @@ class LanceStore:
             extra.append(f"array_has_any(entities, [{', '.join(sql_str(e) for e in ids)}])" if ids else "FALSE")
         cols = list(columns) if columns is not None else None
         if cols is None:
-            cols = None if with_vectors else _CHUNK_COLUMNS
+            cols = None if with_vectors else CHUNK_COLUMNS
         return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
 
     def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks") -> pa.Table | None:
@@ -549,7 +646,16 @@ class LanceStore:
         t = self._table(table)
         if t is None:
             return None
-        return t.search().where(scope(tenant)).select(list(columns)).limit(None).to_arrow()
+        result: pa.Table = t.search().where(scope(tenant)).select(list(columns)).limit(None).to_arrow()
+        return result
+
+    def chunk_counts(self, tenant: str) -> dict[str, int]:
+        """Current chunks per document id (to check that a document is whole)."""
+        table = self.current_columns(tenant, ["document_id"])
+        if table is None:
+            return {}
+        counts = table.group_by("document_id").aggregate([("document_id", "count")])
+        return dict(zip(counts["document_id"].to_pylist(), counts["document_id_count"].to_pylist(), strict=True))
 
     def mentions(self, tenant: str, *, document_ids: Iterable[str] | None = None, entity_ids: Iterable[str] | None = None,
                  lenses: Iterable[str] | None = None, as_of: datetime | None = None) -> list[dict[str, Any]]:
@@ -563,14 +669,13 @@ class LanceStore:
     def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
                       as_of: datetime | None = None, with_vectors: bool = False,
                       table: str = "chunks") -> list[dict[str, Any]]:
-        name = table
-        table = self._table(name)
-        if table is None:
+        handle = self._table(table)
+        if handle is None:
             return []
-        columns = RESULT_COLUMNS + (["prev_id", "next_id"] if name == "sentences" else []) \
+        columns = RESULT_COLUMNS + (["prev_id", "next_id"] if table == "sentences" else []) \
             + (["vector"] if with_vectors else []) + ["_distance"]
         query = (
-            table.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+            handle.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
             .distance_type("cosine")
             .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
             .select(columns)
@@ -605,19 +710,11 @@ class LanceStore:
             entry = by_lens.setdefault(c["lens"], {"documents": 0, "chunks": 0, "tokens": 0})
             entry["chunks"] += 1
             entry["tokens"] += int(c["token_count"] or 0)
-        versions = self._table("chunks").count_rows() if self._table("chunks") is not None else 0
+        table = self._table("chunks")
         return {
             "documents": len(docs),
             "chunks": len(chunk_rows),
             "tokens": sum(e["tokens"] for e in by_lens.values()),
-            "chunk_versions_stored": versions,
+            "chunk_versions_stored": int(table.count_rows()) if table is not None else 0,
             "lenses": by_lens,
         }
-
-
-def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
-    """A fixed-size-list column of an Arrow table as one (rows, dim) float32 array."""
-    values = table[column].combine_chunks()
-    return values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
-
-

@@ -1,0 +1,106 @@
+"""The wiring of one engine: settings, workspace, store, embedder, chunker, entity extractor.
+
+Built once by :class:`~ragloom.engine.Engine` and handed to the services that do the work
+(the ingest pipeline, the query service, graph maintenance, insights), so that none of them
+constructs its own. Everything heavy (the store, the embedding model, the gazetteer) is made
+on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from pathlib import Path
+
+from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
+from ragloom.config import Settings
+from ragloom.embed import Embedder, embedder_from_settings, windowed
+from ragloom.enrich import PrefixBuilder
+from ragloom.enrich.entities import EntityExtractor, load_gazetteer
+from ragloom.errors import StoreError
+from ragloom.load import load_document, validate_name
+from ragloom.parse.doctype import DocTypeRule
+from ragloom.store.lance import LanceStore
+from ragloom.types import Document
+from ragloom.workspace import Workspace
+
+
+class Components:
+    """Everything an engine's services share; cheap to make, heavy parts built lazily."""
+
+    def __init__(self, workspace: Workspace, settings: Settings, *, embedder: Embedder | None = None) -> None:
+        self.workspace = workspace
+        self.settings = settings
+        self._embedder = windowed(embedder) if embedder is not None else None
+        self._store: LanceStore | None = None
+        self._lock = threading.Lock()
+        #: Set while ``reindex`` runs: an outdated workspace may be opened to be rebuilt.
+        self.reindexing = False
+        self.prefix = PrefixBuilder(settings.prefix)
+        self.chunker: Chunker = chunker_from_settings(settings.chunking)
+        self.sentencer = SentenceChunker(settings.chunking.max_sentence_chars, tokenizer=settings.chunking.tokenizer)
+        self.doc_rules = tuple(DocTypeRule(r.type, r.filename, r.content, r.lens) for r in settings.doc_types.rules)
+        self._extractor: EntityExtractor | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = embedder_from_settings(self.settings.embedding, self.workspace.cache_path)
+            return self._embedder
+
+    @cached_property
+    def embedder_name(self) -> str:
+        """The embedder's name, without loading a model that is not loaded yet."""
+        if self._embedder is not None:
+            return self._embedder.name
+        return embedder_from_settings(self.settings.embedding.model_copy(update={"cache": False})).name
+
+    @property
+    def store(self) -> LanceStore:
+        """The workspace's store, moved to the newest commit (every operation starts here)."""
+        with self._lock:
+            if self._store is None:
+                if self.workspace.outdated() and not self.reindexing:
+                    raise StoreError(
+                        f"the workspace {self.workspace.path} was written by an older ragloom (format "
+                        f"{(self.workspace.manifest() or {}).get('format', 1)}); run 'ragloom reindex' to rebuild it"
+                    )
+                self._store = LanceStore(self.workspace.store_path, lock_timeout=self.settings.workspace.lock_timeout)
+            store = self._store
+        store.snapshot()
+        return store
+
+    @property
+    def extractor(self) -> EntityExtractor:
+        """Entity extraction with the workspace's gazetteer (``entities.toml`` or ``.yaml``)."""
+        if self._extractor is None:
+            s = self.settings.entities
+            self._extractor = EntityExtractor(load_gazetteer(self.workspace.path, s.gazetteer),
+                                              types=s.types, candidates=s.candidates)
+        return self._extractor
+
+    def reload_extractor(self) -> None:
+        """Read the gazetteer again on next use (it may have changed)."""
+        self._extractor = None
+
+    def tenant(self, tenant: str | None) -> str:
+        return validate_name("tenant", tenant or self.settings.tenant)
+
+    def load(self, path: str | Path, *, lens: str = "default", tenant: str | None = None,
+             data: bytes | None = None) -> Document:
+        """One file as a :class:`~ragloom.types.Document` (raises a :class:`~ragloom.errors.LoadError`)."""
+        return load_document(
+            path, lens=lens, tenant=self.tenant(tenant), data=data,
+            max_bytes=int(self.settings.ingest.max_file_mb * 1024 * 1024),
+            doc_type_rules=self.doc_rules, default_doc_type=self.settings.doc_types.default,
+        )
+
+    def record(self) -> None:
+        """Write how the index was built into the workspace manifest."""
+        self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
+
+    def warnings(self) -> list[str]:
+        """Why the index does not match the current settings, if it does not."""
+        warning = self.workspace.mismatch_warning(self.settings, embedder=self.embedder_name)
+        return [warning] if warning else []

@@ -1,0 +1,284 @@
+"""The ingest pipeline: files (or documents built in code) through the ordered stages, under
+the workspace's write lock; and the other writes that change documents: re-index, sync,
+delete."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ragloom.chunk.preset import PresetSpan
+from ragloom.errors import InvalidParameterError, LoadError, RagloomError
+from ragloom.ingest.report import IngestReport, Progress
+from ragloom.ingest.stages import Stage, default_stages
+from ragloom.ingest.work import IngestRun, Work
+from ragloom.load import iter_files, validate_name
+from ragloom.parse.doctype import infer_doc_type
+from ragloom.store.lance import GRAPH_STALE
+from ragloom.store.plan import CHUNKS, SENTENCES
+from ragloom.store.schema import document_from_row, document_metadata, document_tombstone, new_id, tombstone
+from ragloom.types import Document
+from ragloom.versions import DELETE
+
+if TYPE_CHECKING:
+    from ragloom.components import Components
+
+
+class IngestPipeline:
+    """An ordered list of stages (:func:`~ragloom.ingest.stages.default_stages` unless given).
+
+    >>> pipeline = IngestPipeline(components)                       # doctest: +SKIP
+    >>> pipeline.insert(RedactEmails(), after="parse")               # doctest: +SKIP
+    >>> pipeline.ingest(["notes/"], lens="team-structured")          # doctest: +SKIP
+    """
+
+    def __init__(self, components: Components, stages: Sequence[Stage] | None = None) -> None:
+        self.c = components
+        self.stages: list[Stage] = list(stages) if stages is not None else default_stages()
+
+    # -- the list of stages -------------------------------------------------------------------
+
+    def _position(self, name: str) -> int:
+        for i, stage in enumerate(self.stages):
+            if stage.name == name:
+                return i
+        raise InvalidParameterError(f"no ingest stage named {name!r}; the stages are: "
+                                    + ", ".join(s.name for s in self.stages))
+
+    def insert(self, stage: Stage, *, before: str | None = None, after: str | None = None) -> IngestPipeline:
+        """Add ``stage`` before or after the stage of that name (at the end if neither)."""
+        if before is not None and after is not None:
+            raise InvalidParameterError("give before or after, not both")
+        if getattr(stage, "scope", None) not in ("document", "batch", "run"):
+            raise InvalidParameterError(f"stage {getattr(stage, 'name', stage)!r} has scope "
+                                        f"{getattr(stage, 'scope', None)!r}; use 'document', 'batch' or 'run'")
+        at = len(self.stages) if before is None and after is None else (
+            self._position(before) if before is not None else self._position(after or "") + 1)
+        self.stages.insert(at, stage)
+        return self
+
+    def remove(self, name: str) -> Stage:
+        return self.stages.pop(self._position(name))
+
+    def _phases(self) -> tuple[list[Stage], list[Stage], list[Stage]]:
+        """Stages run per document as it is read, then per batch, then once per run."""
+        first_batch = next((i for i, s in enumerate(self.stages) if s.scope != "document"), len(self.stages))
+        per_doc = self.stages[:first_batch]
+        per_batch = [s for s in self.stages[first_batch:] if s.scope != "run"]
+        per_run = [s for s in self.stages[first_batch:] if s.scope == "run"]
+        return per_doc, per_batch, per_run
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, items: Iterable[Work], *, progress: Progress | None = None, report: IngestReport | None = None,
+            at: datetime | None = None, batch_limit: int | None = None, total: int | None = None,
+            rebuild_graph: bool = False) -> IngestReport:
+        """Every item through every stage, under the write lock; returns the report."""
+        started = time.perf_counter()
+        progress = progress or Progress()
+        report = report or IngestReport()
+        with self.c.store.writer(on_wait=progress.message):
+            store = self.c.store
+            run = IngestRun(self.c, report, progress, at or datetime.now(UTC),
+                            rebuild_graph=rebuild_graph or bool(store.commit_info().get(GRAPH_STALE)))
+            self._run(items, run, batch_limit or self.c.settings.ingest.batch_chunks, total)
+            if report.added or report.updated or report.deleted:
+                t0 = time.perf_counter()
+                store.optimize()
+                report.add_time("store", time.perf_counter() - t0)
+            if store.has_table(CHUNKS):
+                self.c.record()
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _run(self, items: Iterable[Work], run: IngestRun, limit: int, total: int | None) -> None:
+        per_doc, per_batch, per_run = self._phases()
+        run.progress.stage("Reading", total)
+        pending: list[Work] = []
+        size = 0
+        done: list[Work] = []
+        for item in items:
+            advanced = self._apply(per_doc, [item], run)
+            run.progress.advance("Reading")
+            for ready in advanced:
+                pending.append(ready)
+                size += ready.size()
+            if size >= limit:
+                done.extend(self._batch(per_batch, pending, run))
+                pending, size = [], 0
+        done.extend(self._batch(per_batch, pending, run))
+        for stage in per_run:  # run stages run even when no document changed (a stale graph)
+            try:
+                done = stage(done, run)
+            except Exception as exc:  # noqa: BLE001 - the documents landed; say what did not
+                message = f"{stage.name}: {type(exc).__name__}: {exc}"
+                run.report.fail(f"<{stage.name}>", message)
+                run.progress.message(message)
+
+    def _apply(self, stages: Sequence[Stage], items: list[Work], run: IngestRun) -> list[Work]:
+        """Items through ``stages``; a failure fails the items given (one, for document stages)."""
+        for stage in stages:
+            if not items:
+                break
+            try:
+                items = stage(items, run)
+            except Exception as exc:  # noqa: BLE001 - whatever a stage raises fails its documents, not the run
+                for item in items:
+                    self._fail(item, exc, run)
+                return []
+            for item in items:
+                if item.skip == "unchanged":
+                    run.report.unchanged += 1
+            items = [i for i in items if i.skip is None]
+        return items
+
+    def _batch(self, stages: Sequence[Stage], items: list[Work], run: IngestRun) -> list[Work]:
+        """A batch through the batch stages; if it fails, each document alone, so that only the
+        one that cannot be embedded or written fails."""
+        if not items:
+            return []
+        if len(items) == 1:
+            return self._apply(stages, items, run)
+        saved = len(run.report.failed)
+        done = self._apply(stages, items, run)
+        if done or len(run.report.failed) == saved:
+            return done
+        del run.report.failed[saved:]
+        return [ok for item in items for ok in self._apply(stages, [item], run)]
+
+    @staticmethod
+    def _fail(item: Work, exc: Exception, run: IngestRun) -> None:
+        if isinstance(exc, LoadError):
+            message = str(exc)
+        elif isinstance(exc, RagloomError | OSError):
+            message = f"{item.source}: {exc}"
+        else:  # not an error ragloom expects: name its kind, so that it can be reported
+            message = f"{item.source}: {type(exc).__name__}: {exc}"
+        run.report.fail(item.source, message)
+        run.progress.message(message)
+
+    # -- what to run --------------------------------------------------------------------------
+
+    def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
+               sync: bool = False, progress: Progress | None = None) -> IngestReport:
+        """Every supported file under ``paths`` under ``lens`` (see :meth:`Engine.ingest`)."""
+        lens = validate_name("lens", lens)
+        tenant = self.c.tenant(tenant)
+        paths = [paths] if isinstance(paths, str | Path) else list(paths)
+        s = self.c.settings.ingest
+        files = list(iter_files(paths, extensions=s.extensions, include_hidden=s.include_hidden))
+        report = IngestReport(files=len(files))
+        items = (Work(str(f), path=f, lens=lens, tenant=tenant) for f in files)
+        if not sync:
+            return self.run(items, progress=progress, report=report, total=len(files))
+        at = datetime.now(UTC)
+        with self.c.store.writer(on_wait=(progress or Progress()).message):
+            self.run(items, progress=progress, report=report, total=len(files), at=at)
+            report.deleted = self._sync(paths, files, lens, tenant, at)
+        return report
+
+    def add_documents(self, documents: Sequence[Document], *, spans: Mapping[str, Sequence[PresetSpan]] | None = None,
+                      progress: Progress | None = None) -> IngestReport:
+        """Documents built in code (see :meth:`Engine.add_documents`)."""
+        items = []
+        for d in documents:
+            validate_name("lens", d.lens)
+            items.append(Work(d.source_path, document=d, lens=d.lens, tenant=self.c.tenant(d.tenant),
+                              spans=(spans or {}).get(d.document_id)))
+        return self.run(items, progress=progress, report=IngestReport(files=len(documents)), total=len(items))
+
+    def reindex(self, *, progress: Progress | None = None) -> IngestReport:
+        """Every chunk, sentence and mention rebuilt from the stored document versions with the
+        current settings, each version replayed over its own interval (see :meth:`Engine.reindex`)."""
+        started = time.perf_counter()
+        progress = progress or Progress()
+        report = IngestReport()
+        c = self.c
+        c.reindexing = True  # an outdated workspace may be opened to be rebuilt
+        try:
+            with c.store.writer(on_wait=progress.message):
+                store = c.store
+                chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
+                for row in store.all_document_versions():
+                    chains.setdefault((row["tenant_id"], row["document_id"]), []).append(row)
+                for chain in chains.values():
+                    chain.sort(key=lambda r: r["version_sequence"])
+                store.drop_derived()
+                c.reload_extractor()  # the gazetteer may have changed too
+                report.files = len(chains)
+                depth = max((len(ch) for ch in chains.values()), default=0)
+                replay = IngestPipeline(c, [s for s in self.stages if s.scope != "run"])
+                for generation in range(depth):
+                    # Closing the previous versions needs each version's own time: after the
+                    # first generation, one document per batch.
+                    replay.run(self._replay(chains, generation), progress=progress, report=report,
+                               batch_limit=None if generation == 0 else 1,
+                               total=sum(1 for ch in chains.values() if generation < len(ch)))
+                report.added, report.updated = len(chains), 0
+                self.run([], progress=progress, report=report, rebuild_graph=True)  # the graph, and run stages
+                if store.has_table(CHUNKS):
+                    store.optimize(force=True)
+        finally:
+            c.reindexing = False
+        report.seconds = time.perf_counter() - started
+        return report
+
+    def _replay(self, chains: Mapping[tuple[str, str], list[dict[str, Any]]], generation: int) -> Iterator[Work]:
+        for chain in chains.values():
+            if generation >= len(chain):
+                continue
+            row = chain[generation]
+            previous = chain[generation - 1] if generation else None
+            if row["change_type"] == DELETE:
+                self._delete(row, row["as_of"], version=row["version_id"])
+                continue
+            doc = document_from_row(row, doc_type=self._doc_type(row))
+            yield Work(doc.source_path, document=doc, lens=doc.lens, tenant=doc.tenant, previous=previous,
+                       version=row["version_id"], at=row["as_of"], doc_row_exists=True)
+
+    def _doc_type(self, row: Mapping[str, Any]) -> str:
+        """A stored version's type, inferred again under the current rules unless its front
+        matter set one."""
+        return document_metadata(row).get("type") or infer_doc_type(
+            row["source_path"].rsplit("/", 1)[-1], row["text"] or "", row["lens"],
+            rules=self.c.doc_rules, default=self.c.settings.doc_types.default)
+
+    def _sync(self, paths: Sequence[str | Path], files: Sequence[Path], lens: str, tenant: str, at: datetime) -> int:
+        """Tombstone documents of ``lens`` under the folders in ``paths`` whose files are gone."""
+        folders = [Path(p).resolve().as_posix().rstrip("/") + "/" for p in paths if Path(p).is_dir()]
+        seen = {f.resolve().as_posix() for f in files}
+        gone = [row for row in self.c.store.documents(tenant)
+                if row["lens"] == lens and row["source_path"] not in seen
+                and any(row["source_path"].startswith(f) for f in folders) and not Path(row["source_path"]).exists()]
+        removed: list[Mapping[str, Any]] = []
+        for row in gone:
+            removed.extend(self._delete(row, at))
+        if removed and self.c.settings.graph.enabled:
+            from ragloom.graph.maintain import GraphMaintainer
+
+            GraphMaintainer(self.c).update(tenant, set(), removed)
+        return len(gone)
+
+    def _delete(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None) -> list[dict[str, Any]]:
+        """Close every current row of a document and record tombstones (a new document version
+        unless ``version`` names an existing tombstone row, as when reindex replays one);
+        returns the chunk rows it closed."""
+        tenant, doc_id = row["tenant_id"], row["document_id"]
+        tomb = version or new_id()
+        store = self.c.store
+        rows: dict[str, list[dict[str, Any]]] = {CHUNKS: [], SENTENCES: []}
+        close: dict[str, list[str]] = {CHUNKS: [], SENTENCES: []}
+        for kind in (CHUNKS, SENTENCES):
+            for old in store.chunks(tenant, document_ids=[doc_id], with_vectors=True, table=kind):
+                close[kind].append(old["version_id"])
+                rows[kind].append(tombstone(old, tomb, at))
+        if version is None:
+            rows["documents"] = [document_tombstone(row, tomb, at)]
+            close["documents"] = [row["version_id"]]
+        previous = row["previous_version_id"] if version is not None else row["version_id"]
+        store.write(rows=rows, close=close, close_mentions_of=[previous] if previous else [], at=at,
+                    dim=self.c.embedder.dim)
+        return [{**r, "change_type": "closed"} for r in rows[CHUNKS]]

@@ -1,0 +1,50 @@
+"""What an ingest reports: counts, failures, timings; and how it reports progress as it goes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Progress:
+    """Receives progress from long operations; the CLI draws bars, the default ignores it."""
+
+    def stage(self, name: str, total: int | None) -> None:
+        """A stage starts (``total`` units of work, if known)."""
+
+    def advance(self, name: str, amount: int = 1) -> None:
+        """``amount`` units of ``name`` are done."""
+
+    def message(self, text: str) -> None:
+        """Something worth a line of its own (a skipped file, for example)."""
+
+
+@dataclass
+class IngestReport:
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+    chunks_written: int = 0
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    sentences_written: int = 0
+    mentions_written: int = 0
+    relationships: int = 0  # context-graph edges added or recomputed
+    timings: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def fail(self, source: str, message: str) -> None:
+        self.failed.append((source, message))
+
+    def add_time(self, stage: str, seconds: float) -> None:
+        self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"ok": self.ok}

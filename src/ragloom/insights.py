@@ -1,0 +1,126 @@
+"""What a workspace can tell about itself: contradictions between lenses, back-references
+through entities, the entities mentioned, and the quality of its chunks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
+from ragloom.enrich.backrefs import BackReference, back_references
+from ragloom.errors import UnknownChunkError
+from ragloom.query.result import parse_time
+
+if TYPE_CHECKING:
+    from ragloom.components import Components
+    from ragloom.query.service import QueryService
+
+
+class Insights:
+    """Reads that analyse the workspace rather than answer a query."""
+
+    def __init__(self, components: Components, queries: QueryService) -> None:
+        self.c = components
+        self.queries = queries
+
+    def contradictions(self, *, topic: str | None = None, tenant: str | None = None, limit: int | None = 20,
+                       lenses: Sequence[str] | None = None, chunk_ids: Sequence[str] | None = None) -> list[Contradiction]:
+        """Concrete conflicts between lenses: among ``chunk_ids``, the chunks about ``topic``,
+        or the whole workspace."""
+        tenant = self.c.tenant(tenant)
+        store = self.c.store
+        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms"]
+        if chunk_ids is not None:
+            chunks = store.chunks(tenant, chunk_ids=chunk_ids, lenses=lenses, columns=columns)
+        elif topic:
+            hits = self.queries.run(self.queries.request(topic, mode="hybrid", k=60, tenant=tenant, lenses=lenses))
+            chunks = store.chunks(tenant, chunk_ids=[h.chunk_id for h in hits], columns=columns)
+        else:
+            chunks = store.chunks(tenant, lenses=lenses, columns=columns)
+        documents = {c["document_id"] for c in chunks}
+        sentences = store.chunks(tenant, table="sentences", document_ids=documents, with_vectors=True,
+                                 columns=["document_id", "lens", "source_path", "section_path", "start_char",
+                                          "end_char", "text", "document_date", "vector"])
+        aliases = {m["text"].lower(): m["canonical"].lower() for m in store.mentions(tenant, document_ids=documents)
+                   if m["text"].lower() != m["canonical"].lower()}
+        g = self.c.settings.graph
+        claims = sentences_with_claims(sentences, chunks, generic=set(g.domain_terms), aliases=aliases)
+        return detect_contradictions(claims, authority=g.authority, limit=limit,
+                                     topic=topic.lower() if topic and len(topic.split()) <= 3 else None)
+
+    def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,
+                        limit: int | None = None) -> list[BackReference]:
+        """For each entity the chunk mentions, up to ``limit`` other chunks that mention it."""
+        tenant = self.c.tenant(tenant)
+        moment = parse_time(as_of) if isinstance(as_of, str) else as_of
+        store = self.c.store
+        found = store.chunks(tenant, chunk_ids=[chunk_id], with_vectors=True, as_of=moment)
+        if not found:
+            raise UnknownChunkError(chunk_id, f"tenant {tenant!r}")
+        chunk = found[0]
+        ids = set(chunk.get("entities") or ())
+        if not ids:
+            return []
+        candidates = store.chunks(tenant, entity_ids=ids, with_vectors=True, as_of=moment)
+        names: dict[str, tuple[str, str, set[str]]] = {}
+        for m in store.mentions(tenant, entity_ids=ids, as_of=moment):
+            entry = names.setdefault(m["entity_id"], (m["type"], m["canonical"], {m["canonical"]}))
+            entry[2].add(m["text"])
+        entities = {k: (t, c, sorted(n)) for k, (t, c, n) in names.items()}
+        return back_references(chunk, candidates, entities,
+                               limit=self.c.settings.entities.back_references if limit is None else limit)
+
+    def entities(self, *, tenant: str | None = None, lens: str | None = None, type: str | None = None,  # noqa: A002
+                 as_of: datetime | None = None) -> list[dict[str, Any]]:
+        """Every entity mentioned in the tenant's current documents, most mentioned first."""
+        tenant = self.c.tenant(tenant)
+        table: dict[str, dict[str, Any]] = {}
+        for m in self.c.store.mentions(tenant, lenses=[lens] if lens else None, as_of=as_of):
+            if type is not None and m["type"] != type:
+                continue
+            entry = table.setdefault(m["entity_id"], {"entity_id": m["entity_id"], "name": m["canonical"],
+                                                       "type": m["type"], "mentions": 0, "documents": set(),
+                                                       "aliases": set(), "lenses": set()})
+            entry["mentions"] += 1
+            entry["documents"].add(m["source_path"])
+            entry["lenses"].add(m["lens"])
+            if m["text"] != m["canonical"]:
+                entry["aliases"].add(m["text"])
+        rows = [{**e, "documents": len(e["documents"]), "aliases": sorted(e["aliases"]), "lenses": sorted(e["lenses"])}
+                for e in table.values()]
+        return sorted(rows, key=lambda e: (-e["mentions"], e["name"]))
+
+    def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
+        """The distribution of chunk quality scores and the worst chunks with their issues."""
+        tenant = self.c.tenant(tenant)
+        rows = self.c.store.chunks(tenant, lenses=[lens] if lens else None,
+                                   columns=["chunk_id", "lens", "source_path", "section_path", "start_char",
+                                            "end_char", "text", "quality_score", "quality_json"])
+        scored = [r for r in rows if r["quality_score"] is not None]
+        scores = np.array([r["quality_score"] for r in scored], dtype=np.float64)
+        buckets = {f"{lo / 10:.1f}-{(lo + 1) / 10:.1f}": 0 for lo in range(10)}
+        issues: dict[str, dict[str, int]] = {}
+        for r in scored:
+            bucket = min(int(r["quality_score"] * 10), 9)
+            buckets[f"{bucket / 10:.1f}-{(bucket + 1) / 10:.1f}"] += 1
+            for issue in json.loads(r["quality_json"] or "{}").get("issues", []):
+                issues.setdefault(issue["kind"], {}).setdefault(issue["severity"], 0)
+                issues[issue["kind"]][issue["severity"]] += 1
+        worst_rows = sorted(scored, key=lambda r: r["quality_score"])[:worst]
+        return {
+            "chunks": len(rows),
+            "scored": len(scored),
+            "mean": float(scores.mean()) if len(scores) else None,
+            "median": float(np.median(scores)) if len(scores) else None,
+            "p10": float(np.percentile(scores, 10)) if len(scores) else None,
+            "histogram": buckets,
+            "issues": issues,
+            "worst": [{"chunk_id": r["chunk_id"], "lens": r["lens"], "source_path": r["source_path"],
+                       "section_path": r["section_path"], "start": r["start_char"], "end": r["end_char"],
+                       "preview": " ".join(r["text"].split())[:160], **json.loads(r["quality_json"] or "{}")}
+                      for r in worst_rows],
+        }

@@ -1,0 +1,62 @@
+"""What a query returns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from ragloom.context import OptimizedContext
+from ragloom.errors import InvalidParameterError
+from ragloom.types import ScoredChunk
+
+
+def parse_time(value: str) -> datetime:
+    """An ISO 8601 time (``2026-03-01``, ``2026-03-01T00:00:00Z``); naive times are UTC."""
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise InvalidParameterError(
+            f"as_of {value!r} is not an ISO 8601 time; write it like 2026-03-01T00:00:00Z"
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass
+class QueryResult:
+    query: str
+    mode: str
+    results: list[ScoredChunk]
+    tenant: str
+    as_of: datetime | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    #: The optimised context window, when the query asked for one (a budget or an organisation).
+    context: OptimizedContext | None = None
+    #: Seconds per stage of the query ("embed query", "vector search", "expand", "optimise", ...).
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def __iter__(self) -> Iterator[ScoredChunk]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, index: int) -> ScoredChunk:
+        return self.results[index]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "mode": self.mode,
+            "tenant": self.tenant,
+            "as_of": self.as_of.isoformat() if self.as_of else None,
+            "results": [r.to_dict() for r in self.results],
+            "notes": self.notes,
+            "warnings": self.warnings,
+            "seconds": round(self.seconds, 4),
+            "timings": {stage: round(t, 4) for stage, t in self.timings.items()},
+            "context": self.context.to_dict() if self.context is not None else None,
+        }

@@ -1,0 +1,88 @@
+"""Queries: a typed request through a retrieval mode, then the post-stages."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from ragloom.context import OptimizedContext
+from ragloom.graph.maintain import GraphMaintainer
+from ragloom.query.poststages import PostStage, default_post_stages, optimise
+from ragloom.query.result import QueryResult, parse_time
+from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode
+from ragloom.types import ScoredChunk
+
+if TYPE_CHECKING:
+    from ragloom.components import Components
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """Everything a query asks for, checked: the mode's options are its typed options."""
+
+    text: str
+    mode: str
+    options: ModeOptions
+    tenant: str
+    k: int | None = None
+    lenses: tuple[str, ...] | None = None
+    as_of: datetime | None = None
+    budget: int | None = None
+    organize: str | None = None
+    optimize: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+class QueryService:
+    """Runs queries for an engine: :meth:`request` checks one, :meth:`run` answers it."""
+
+    def __init__(self, components: Components, post_stages: Sequence[PostStage] | None = None) -> None:
+        self.c = components
+        self.post_stages: list[PostStage] = list(post_stages) if post_stages is not None \
+            else default_post_stages(components)
+
+    def request(self, text: str, *, k: int | None = None, mode: str | None = None,
+                lenses: Sequence[str] | str | None = None, tenant: str | None = None,
+                as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
+                optimize: bool = False, **options: Any) -> QueryRequest:  # noqa: ANN401
+        """A checked request: known mode, its own options only, valid names and times."""
+        name = mode or self.c.settings.retrieval.mode
+        retriever = get_mode(name)
+        optimize = optimize or budget is not None or organize is not None
+        if optimize and k is None:
+            k = self.c.settings.context_optimization.candidates
+        lens_list = [lenses] if isinstance(lenses, str) else list(lenses) if lenses else None
+        return QueryRequest(
+            text=text, mode=name, options=retriever.options.build(self.c.settings, options, mode=name),
+            tenant=self.c.tenant(tenant), k=k,
+            lenses=tuple(lens_list) if lens_list else None,
+            as_of=parse_time(as_of) if isinstance(as_of, str) else as_of,
+            budget=budget, organize=organize, optimize=optimize,
+        )
+
+    def run(self, request: QueryRequest) -> QueryResult:
+        started = time.perf_counter()
+        store = self.c.store
+        graph = GraphMaintainer(self.c)
+        search = SearchRequest(text=request.text, store=store, embedder=self.c.embedder, tenant=request.tenant,
+                               settings=self.c.settings, options=request.options, k=request.k,
+                               lenses=list(request.lenses) if request.lenses else None, as_of=request.as_of,
+                               graph=lambda: graph.view(request.tenant))
+        results = get_mode(request.mode)(search) if request.text.strip() else []
+        result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
+                             self.c.warnings(), timings=search.timings)
+        for stage in self.post_stages:
+            started_stage = time.perf_counter()
+            result = stage(result, request)
+            result.timings[stage.name] = result.timings.get(stage.name, 0.0) + time.perf_counter() - started_stage
+        result.seconds = time.perf_counter() - started
+        return result
+
+    def optimize(self, results: Sequence[ScoredChunk], query: str, *, budget: int | None = None,
+                 organize: str | None = None, tenant: str | None = None) -> OptimizedContext:
+        """The optimised context window for ``results`` retrieved elsewhere."""
+        result = QueryResult(query, "given", list(results), self.c.tenant(tenant))
+        return optimise(self.c, result, budget=budget, organize=organize)
