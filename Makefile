@@ -5,9 +5,9 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # torch first and pinned: an unpinned torch pulls gigabytes of CUDA wheels.
 TORCH  := torch==2.13.0
-EXTRAS := local,convert,eval,ui,llamaindex,bench,dev
+EXTRAS := local,convert,eval,ui,llm,llamaindex,bench,dev
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install demo lint test test-fast bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/ragloom demo
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)

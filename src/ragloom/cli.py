@@ -7,7 +7,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,6 +23,10 @@ from rich.progress import (
 from rich.table import Table
 
 from ragloom.errors import RagloomError
+from ragloom.ingest.report import Progress as EngineProgress
+
+if TYPE_CHECKING:
+    from ragloom.engine import Engine
 
 app = typer.Typer(
     name="ragloom",
@@ -47,8 +51,8 @@ TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant (d
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 
 
-def _engine(workspace: Path | None, config: Path | None = None):  # noqa: ANN202
-    from ragloom.engine import Engine
+def _engine(workspace: Path | None, config: Path | None = None) -> Engine:
+    from ragloom.engine import Engine  # not at the top: --help should not load the engine
 
     return Engine(workspace, config_file=config)
 
@@ -73,7 +77,7 @@ def _print_warnings(warnings: list[str]) -> None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
-class _RichProgress:
+class _RichProgress(EngineProgress):
     """Draws one bar per stage of a long operation."""
 
     def __init__(self, progress: Progress) -> None:

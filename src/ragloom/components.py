@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
 from ragloom.config import Settings
+from ragloom.context import ContextOptimizer
 from ragloom.embed import Embedder, embedder_from_settings, windowed
 from ragloom.enrich import PrefixBuilder
 from ragloom.enrich.entities import EntityExtractor, load_gazetteer
@@ -70,6 +71,11 @@ class Components:
             store = self._store
         store.snapshot()
         return store
+
+    @cached_property
+    def optimizer(self) -> ContextOptimizer:
+        """The context optimiser, its settings and tokenizer checked once."""
+        return ContextOptimizer(self.settings.context_optimization, tokenizer=self.settings.chunking.tokenizer)
 
     @property
     def extractor(self) -> EntityExtractor:

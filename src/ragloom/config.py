@@ -297,7 +297,8 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "entities": settings.entities.model_dump(exclude={"back_references"}),
         "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
     }
-    return json.loads(json.dumps(signature))  # the form it has once written to the workspace
+    written: dict[str, Any] = json.loads(json.dumps(signature))  # the form it has once written to the workspace
+    return written
 
 
 def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -311,8 +312,7 @@ def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any
         elif a != b:
             if path.startswith("doc_types"):
                 path = "doc_types"
-            short = lambda v: json.dumps(v)[:60]  # noqa: E731
-            line = f"{path}: {short(a)} -> {short(b)}"
+            line = f"{path}: {json.dumps(a)[:60]} -> {json.dumps(b)[:60]}"
             if not any(d.startswith(path + ":") for d in diffs):
                 diffs.append(line)
 

@@ -79,7 +79,8 @@ def _utf8_char_ends(text: str, byte_ends: np.ndarray) -> np.ndarray:
     # Number of characters that start before each byte offset: for an offset inside a
     # character this counts that character, which rounds the offset up to its end.
     starts_before = np.concatenate(([0], np.cumsum((raw & 0xC0) != 0x80)))
-    return starts_before[byte_ends]
+    result: np.ndarray = starts_before[byte_ends]
+    return result
 
 
 def _rank_file(name: str) -> bytes:
@@ -163,8 +164,8 @@ def _token_byte_lengths(name: str) -> np.ndarray:
             stripped = token.rstrip(b"=")
             lengths[int(rank)] = len(stripped) * 3 // 4
     table = np.zeros(max(lengths) + 1, dtype=np.int64)
-    for rank, length in lengths.items():
-        table[rank] = length
+    for rank_id, length in lengths.items():
+        table[rank_id] = length
     return table
 
 

@@ -54,10 +54,6 @@ class Section:
     end: int
     body_start: int  # first character after the heading line
 
-    @property
-    def path_str(self) -> str:
-        return join_path(self.path)
-
 
 @dataclass(frozen=True, slots=True)
 class QualityIssue:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ragloom.types import Chunk
 
-CREATE, UPDATE, DELETE, MERGE = "create", "update", "delete", "merge"
+CREATE, UPDATE, DELETE = "create", "update", "delete"
 #: How far (in chunk positions) an edited chunk is looked for around its old position.
 NEIGHBOURHOOD = 3
 #: Word-set overlap above which an unmatched new chunk counts as an edit of an old one.

@@ -43,7 +43,8 @@ class Workspace:
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            return json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+            return data
         except FileNotFoundError:
             return None
         except (OSError, json.JSONDecodeError):
@@ -71,7 +72,7 @@ class Workspace:
     def outdated(self) -> bool:
         """Whether the tables were written by an older ragloom and need ``ragloom reindex``."""
         manifest = self.manifest()
-        return bool(manifest) and not manifest.get("corrupt") and int(manifest.get("format", 1)) < FORMAT
+        return manifest is not None and not manifest.get("corrupt") and int(manifest.get("format", 1)) < FORMAT
 
     def mismatches(self, settings: Settings, *, embedder: str | None = None) -> list[str]:
         """Differences between how the index was built and the current settings."""

@@ -136,7 +136,7 @@ def _quantities(text: str, where: Mapping[str, list[int]], context: str = "") ->
         clause_start = max(text.rfind(";", 0, m.start()), text.rfind(":", 0, m.start()), text.rfind(",", 0, m.start())) + 1
         before = {t: max(p for p in spots if p < m.start()) for t, spots in where.items()
                   if any(clause_start <= p < m.start() for p in spots)}
-        subject = max(before, key=before.get) if before else ""
+        subject = max(before, key=before.__getitem__) if before else ""
         if scale in ("%", "percent"):
             of = re.match(r"\s+of\s+([a-z]+)", text[m.end() :], re.IGNORECASE)
             unit = "% of " + of.group(1).lower() if of else ("% " + subject if subject else "")
@@ -211,13 +211,13 @@ def _assign(text: str, periods: Sequence[TimeRef], where: Mapping[str, list[int]
         before = {t: max(p for p in spots if clause <= p < ref.start) for t, spots in where.items()
                   if any(clause <= p < ref.start for p in spots)}
         if before:
-            out[max(before, key=before.get)].append(ref)
+            out[max(before, key=before.__getitem__)].append(ref)
             continue
         # Only a subject right after the period, past a comma ("In Q3 2025, CPQ ships"), owns it.
         after = {t: p for t, spots in where.items() for p in spots
                  if p >= ref.end and re.fullmatch(r"\s*,?\s*(?:the\s+)?", text[ref.end : p], re.IGNORECASE)}
         if after:
-            out[min(after, key=after.get)].append(ref)
+            out[min(after, key=after.__getitem__)].append(ref)
     return dict(out)
 
 

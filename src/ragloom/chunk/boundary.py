@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragloom.chunk.base import (
@@ -117,7 +118,8 @@ class BoundaryChunker(Chunker):
         return span[0] if span[0] > lo - self.min_size else span[1]
 
     @staticmethod
-    def _pick(text: str, candidates: list[int], target: int, band: int, allowed) -> int | None:  # noqa: ANN001
+    def _pick(text: str, candidates: list[int], target: int, band: int,
+              allowed: Callable[[int], bool] | None) -> int | None:
         """The :func:`~ragloom.chunk.base.content_defined` cut within ``band`` of ``target``, else the nearest."""
         if allowed is not None:
             candidates = [c for c in candidates if allowed(c)]

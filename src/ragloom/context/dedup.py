@@ -47,7 +47,8 @@ def _splitmix(x: np.ndarray) -> np.ndarray:
         x = x * np.uint64(0xBF58476D1CE4E5B9)
         x = x ^ (x >> np.uint64(27))
         x = x * np.uint64(0x94D049BB133111EB)
-        return x ^ (x >> np.uint64(31))
+        result: np.ndarray = x ^ (x >> np.uint64(31))
+        return result
 
 
 # A fixed seed: the same texts must give the same candidates in every process.

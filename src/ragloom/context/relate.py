@@ -190,21 +190,22 @@ def find_relationships(chunks: Sequence[ScoredChunk], *, strong_overlap: float =
         di, dj = dates[i], dates[j]
         if di is None or dj is None or di == dj:
             continue
-        early, late = (i, j) if di < dj else (j, i)
+        early, late = (di, dj) if di < dj else (dj, di)
         found.append((i, j, TEMPORAL_SEQUENCE, FIXED_STRENGTHS[TEMPORAL_SEQUENCE],
-                      f"{dates[early].isoformat()} before {dates[late].isoformat()}"))  # type: ignore[union-attr]
+                      f"{early.isoformat()} before {late.isoformat()}"))
 
-    for (a, b, kind), weight in graph_edge_triples(graph_edges, ids, aliases).items():
-        i, j = sorted((position[a], position[b]))
-        found.append((i, j, kind.lower(), weight, f"context graph {kind} ({weight:.2f})"))
+    for (src, dst, edge_type), weight in graph_edge_triples(graph_edges, ids, aliases).items():
+        i, j = sorted((position[src], position[dst]))
+        found.append((i, j, edge_type.lower(), weight, f"context graph {edge_type} ({weight:.2f})"))
 
     found.sort(key=lambda f: (f[0], f[1], f[2]))
     out = []
     for i, j, kind, strength, description in found:
-        src, dst = i, j
-        if kind == TEMPORAL_SEQUENCE and dates[j] < dates[i]:  # type: ignore[operator]
-            src, dst = j, i
-        out.append(Relationship(ids[src], ids[dst], kind, float(strength), description))
+        first, second = i, j
+        di, dj = dates[i], dates[j]
+        if kind == TEMPORAL_SEQUENCE and di is not None and dj is not None and dj < di:
+            first, second = j, i
+        out.append(Relationship(ids[first], ids[second], kind, float(strength), description))
     return out
 
 

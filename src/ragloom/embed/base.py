@@ -39,7 +39,8 @@ class Embedder(Protocol):
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32, copy=False)
+    result: np.ndarray = (matrix / norms).astype(np.float32, copy=False)
+    return result
 
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -82,4 +83,5 @@ class HashingEmbedder:
         return normalize_rows(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        result: np.ndarray = self.embed([text])[0]
+        return result

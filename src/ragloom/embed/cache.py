@@ -60,4 +60,5 @@ class CachedEmbedder:
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        result: np.ndarray = self.embed([text])[0]
+        return result

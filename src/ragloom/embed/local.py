@@ -7,8 +7,9 @@ longer text window by window instead of letting the model truncate it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,24 @@ def resolve_model(model: str) -> str:
     if model in _BUNDLED:
         return str(minilm_folder())
     return model
+
+
+@contextlib.contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """transformers' weight-loading bar off while the model loads (it would draw over
+    ragloom's own bars), and back as it was afterwards."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+        yield
+        return
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # untyped in transformers
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 class SentenceTransformerEmbedder:
@@ -53,17 +72,11 @@ class SentenceTransformerEmbedder:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
             raise MissingExtraError("sentence-transformers", "local", "the local embedding model") from exc
-        try:  # the weight-loading bar would draw over ragloom's own progress bars
-            from transformers.utils import logging as hf_logging
-
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
-        except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
-            pass
         try:
             # Weights on disk are read from disk only: the hub client is never asked (the
             # process's HF_HUB_OFFLINE is left as the user set it).
-            return SentenceTransformer(path, device=self.device, local_files_only=Path(path).exists())
+            with _no_loading_bar():
+                return SentenceTransformer(path, device=self.device, local_files_only=Path(path).exists())
         except Exception as exc:  # hub, file and torch errors all mean the same to the user
             raise EmbeddingError(
                 f"could not load embedding model {self.model_name!r} from {path} ({type(exc).__name__}: {exc}); "
@@ -103,4 +116,5 @@ class SentenceTransformerEmbedder:
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        result: np.ndarray = self.embed([text])[0]
+        return result

@@ -131,7 +131,8 @@ class WindowedEmbedder:
         return normalize_rows(out)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
+        result: np.ndarray = self.embed([text])[0]
+        return result
 
 
 def windowed(embedder: Embedder) -> Embedder:

@@ -47,8 +47,8 @@ def extract_key_terms(text: str, *, domain_terms: Sequence[str] = DEFAULT_DOMAIN
         add(m.text, 2 if " " in m.text else 1, m.start)
     pattern = _domain_pattern(tuple(domain_terms))
     if pattern is not None:
-        for m in pattern.finditer(text):
-            add(m.group(1), 1, m.start())
+        for found in pattern.finditer(text):
+            add(found.group(1), 1, found.start())
     for i, name in enumerate(entities):
         add(name, 2, -len(text) + i)  # entities rank first among equals
     ranked = sorted(counts, key=lambda t: (-counts[t], first[t]))

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,7 @@ class ChunkQuality:
     metrics: dict[str, float]
     issues: tuple[QualityIssue, ...] = field(default_factory=tuple)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "score": round(self.score, 4),
             "confidence": round(self.confidence, 4),

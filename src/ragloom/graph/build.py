@@ -135,7 +135,8 @@ def _project(matrix: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     if matrix.shape[1] <= 2 * PROJECTION:
         return matrix
     seen = matrix @ rng.normal(size=(matrix.shape[1], PROJECTION)).astype(np.float32)
-    return seen / np.linalg.norm(seen, axis=1, keepdims=True).clip(1e-12)
+    result: np.ndarray = seen / np.linalg.norm(seen, axis=1, keepdims=True).clip(1e-12)
+    return result
 
 
 def _grouped(labels: np.ndarray, k: int) -> list[np.ndarray]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ def node_attributes(row: Mapping[str, Any]) -> dict[str, Any]:
         "content_preview": (row.get("text") or "")[:PREVIEW],
         "key_terms": list(row.get("key_terms") or ()),
         "time_references": list(row.get("time_refs") or ()),
-        "created_at": created.isoformat() if hasattr(created, "isoformat") else created,
+        "created_at": created.isoformat() if isinstance(created, datetime | date) else created,
     }
 
 

@@ -50,8 +50,11 @@ Scope = Literal["document", "batch", "run"]
 class Stage(Protocol):
     """One step of ingest. ``scope`` says when it runs (see the module docstring)."""
 
-    name: str
-    scope: Scope
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def scope(self) -> Scope: ...
 
     def __call__(self, items: list[Work], run: IngestRun) -> list[Work]:
         """The items, advanced by this stage; an item left out has left the run (it is
@@ -80,26 +83,23 @@ class Load(_Timed):
     """Files become documents; unchanged ones (same bytes, same lens, every chunk present)
     leave the run before they are parsed."""
 
-    name, scope = "load", "document"
+    name = "load"
+    scope: ClassVar[Scope] = "document"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
-        out = []
         for item in items:
             if item.document is None:
                 assert item.path is not None, "a work item has a path or a document"
                 source = item.path.resolve().as_posix()
                 item.previous = run.current(item.tenant, document_id(item.tenant, source))
                 data = item.path.read_bytes() if item.path.is_file() else None
-                if data is not None and self._unchanged(item, run, "file_hash", file_hash(data)):
-                    continue
-                item.document = c.load(item.path, lens=item.lens, tenant=item.tenant, data=data)
+                if data is None or not self._unchanged(item, run, "file_hash", file_hash(data)):
+                    item.document = c.load(item.path, lens=item.lens, tenant=item.tenant, data=data)
             elif not item.doc_row_exists:  # reindex gives each replayed version its predecessor
                 item.previous = run.current(item.tenant, item.document.document_id)
-                if self._unchanged(item, run, "content_hash", content_hash(item.document.text)):
-                    continue
-            out.append(item)
-        return out
+                self._unchanged(item, run, "content_hash", content_hash(item.document.text))
+        return items
 
     @staticmethod
     def _unchanged(item: Work, run: IngestRun, column: str, digest: str) -> bool:
@@ -113,7 +113,8 @@ class Load(_Timed):
 class Parse(_Timed):
     """Sections (heading paths, exact spans) and entity mentions."""
 
-    name, scope = "parse", "document"
+    name = "parse"
+    scope: ClassVar[Scope] = "document"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
@@ -127,7 +128,8 @@ class Chunk(_Timed):
     """Chunks by the configured strategy, or ``chunker`` (mentions are protected spans), and
     the sentence nodes of the sentence index (unless ``sentences`` is False)."""
 
-    name, scope = "chunk", "document"
+    name = "chunk"
+    scope: ClassVar[Scope] = "document"
 
     def __init__(self, chunker: Chunker | None = None, *, sentences: bool = True) -> None:
         self.chunker = chunker
@@ -152,7 +154,8 @@ class Enrich(_Timed):
     """Contextual prefixes, content hashes and stable ids; per chunk the entities it
     mentions, its key terms and its time references."""
 
-    name, scope = "enrich", "document"
+    name = "enrich"
+    scope: ClassVar[Scope] = "document"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
@@ -175,7 +178,8 @@ class Version(_Timed):
     """Each track matched against the previous version's rows: what stays, whose vector is
     reused, what must be embedded."""
 
-    name, scope = "version", "document"
+    name = "version"
+    scope: ClassVar[Scope] = "document"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
@@ -197,7 +201,8 @@ class Version(_Timed):
 class Embed(_Timed):
     """Vectors for every planned row that has none, in sub-batches so that progress moves."""
 
-    name, scope = "embed", "batch"
+    name = "embed"
+    scope: ClassVar[Scope] = "batch"
     #: Texts per call to the embedder: small enough for the bar to move, large enough to batch.
     step = 256
 
@@ -221,7 +226,8 @@ class Embed(_Timed):
 class Quality(_Timed):
     """Chunk quality from the sentence vectors (a lexical stand-in without a sentence index)."""
 
-    name, scope = "quality", "batch"
+    name = "quality"
+    scope: ClassVar[Scope] = "batch"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
@@ -247,7 +253,8 @@ class Store(_Timed):
     """The batch's rows written as one commit: new chunk, sentence and mention versions, the
     closing of what they replace, and the document versions last."""
 
-    name, scope = "store", "batch"
+    name = "store"
+    scope: ClassVar[Scope] = "batch"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
@@ -306,7 +313,8 @@ class Store(_Timed):
 class Graph(_Timed):
     """The context graph brought up to date with what the run changed."""
 
-    name, scope = "graph", "run"
+    name = "graph"
+    scope: ClassVar[Scope] = "run"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         from ragloom.graph.maintain import GraphMaintainer

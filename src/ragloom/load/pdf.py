@@ -104,11 +104,11 @@ def pdf_to_markdown(data: bytes) -> tuple[str, str | None]:
         if is_heading(line):
             flush()
             blocks.append("#" * level[line.size] + " " + line.text)
-            line = None  # noqa: PLW2901 - a heading ends any paragraph
-        else:
-            if not _continues(prev, line):
-                flush()
-            paragraph.append(line.text)
+            prev = None  # a heading ends any paragraph
+            continue
+        if not _continues(prev, line):
+            flush()
+        paragraph.append(line.text)
         prev = line
     flush()
     title = _metadata_title(data)

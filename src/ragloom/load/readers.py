@@ -53,9 +53,6 @@ def read_text(path: Path, data: bytes) -> Converted:
     return Converted(_decode(path, data))
 
 
-_HTML_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-
-
 def _markitdown(path: Path, data: bytes, converter_name: str, extension: str) -> Converted:
     try:
         from markitdown import StreamInfo, converters

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from ragloom.context import OptimizedContext, optimize_context
+from ragloom.context import OptimizedContext
 from ragloom.context.relate import SKIPPED_GRAPH_TYPES
 from ragloom.query.result import QueryResult
 from ragloom.retrieve.base import age_decay
@@ -69,9 +69,8 @@ def optimise(components: Components, result: QueryResult, *, budget: int | None 
     if components.settings.graph.enabled and result.results:
         edges = components.store.edges_among(result.tenant, {r.chunk_id for r in result.results},
                                              skip_types=SKIPPED_GRAPH_TYPES)
-    return optimize_context(result.results, result.query, components.settings.context_optimization,
-                            tokenizer=components.settings.chunking.tokenizer, organize=organize, max_tokens=budget,
-                            graph_edges=edges)
+    return components.optimizer.optimize(result.results, result.query, organize=organize, max_tokens=budget,
+                                         graph_edges=edges)
 
 
 def default_post_stages(components: Components) -> list[PostStage]:

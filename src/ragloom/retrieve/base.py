@@ -217,7 +217,8 @@ def get_mode(name: str) -> Mode:
 def unit(vector: Any) -> np.ndarray:  # noqa: ANN401 - any array-like
     """``vector`` as float32 with length 1 (a zero vector stays zero), by the same arithmetic as
     :func:`~ragloom.embed.base.normalize_rows`, so a vector and its row in a matrix agree."""
-    return normalize_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+    result: np.ndarray = normalize_rows(np.asarray(vector, dtype=np.float32).reshape(1, -1))[0]
+    return result
 
 
 def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], *, k: int = 60,

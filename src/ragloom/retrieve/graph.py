@@ -53,7 +53,8 @@ def chunk_vectors(store: LanceStore, tenant: str) -> tuple[dict[str, int], np.nd
         ids = table["chunk_id"].to_pylist()
         return {cid: i for i, cid in enumerate(ids)}, normalize_rows(vector_matrix(table)), table["lens"].to_pylist()
 
-    return store.memo(("chunk vectors", tenant), load)
+    found: tuple[dict[str, int], np.ndarray, list[str]] = store.memo(("chunk vectors", tenant), load)
+    return found
 
 
 class Rankable(Protocol):
@@ -177,14 +178,15 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
         if not reached:
             break
         with req.timed("score neighbours"):
+            found: list[tuple[str, str, np.ndarray, Mapping[str, Any] | None]]
             if index is not None:
                 positions, matrix, lens_of = index
                 found = [(cid, lens_of[positions[cid]], matrix[positions[cid]], None) for cid in reached
                          if cid in positions and (lenses is None or lens_of[positions[cid]] in lenses)]
             else:
-                rows = req.store.chunks(req.tenant, chunk_ids=list(reached), lenses=req.lenses, as_of=req.as_of,
+                read = req.store.chunks(req.tenant, chunk_ids=list(reached), lenses=req.lenses, as_of=req.as_of,
                                         columns=[*RESULT_COLUMNS, "vector"])
-                found = [(r["chunk_id"], r["lens"], unit(r["vector"]), r) for r in rows]
+                found = [(r["chunk_id"], r["lens"], unit(r["vector"]), r) for r in read]
             for cid, lens, vector, row in found:
                 info = reached[cid]
                 cosine = float(query @ vector)
@@ -194,7 +196,7 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
         frontier = [cid for cid, *_ in found]
     limit = min(settings.final_limit, req.k) if req.k is not None else settings.final_limit
     with req.timed("rank"):
-        pool = sorted([*results.values(), *expanded.values()], key=lambda r: -r.score)
+        pool: list[ScoredChunk | _Expanded] = sorted([*results.values(), *expanded.values()], key=lambda r: -r.score)
         ranked = mmr(pool, vectors, limit, settings.mmr_lambda)
     missing = [c.chunk_id for c in ranked if isinstance(c, _Expanded) and c.row is None]
     rows: dict[str, Mapping[str, Any]] = {}
@@ -202,13 +204,16 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
         with req.timed("load neighbours"):
             rows = {r["chunk_id"]: r for r in req.store.chunks(req.tenant, chunk_ids=missing, columns=RESULT_COLUMNS)}
     out = []
-    for c in ranked:
-        if isinstance(c, _Expanded):
-            row = c.row if c.row is not None else rows.get(c.chunk_id)
+    for candidate in ranked:
+        if isinstance(candidate, _Expanded):
+            row = candidate.row if candidate.row is not None else rows.get(candidate.chunk_id)
             if row is None:
                 continue  # written away since the vectors were read
-            c = to_scored(row, c.score, "graph", scores={"cosine": c.cosine, "relevance": c.score}, via=c.via)
-        out.append(c if settings.with_vectors else replace(c, vector=None))
+            chunk = to_scored(row, candidate.score, "graph", via=candidate.via,
+                              scores={"cosine": candidate.cosine, "relevance": candidate.score})
+        else:
+            chunk = candidate
+        out.append(chunk if settings.with_vectors else replace(chunk, vector=None))
     return out
 
 

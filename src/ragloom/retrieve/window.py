@@ -58,7 +58,8 @@ class Sentences:
         if len(self) < 2:
             return np.zeros(0)
         sims = np.sum(self.vectors[:-1] * self.vectors[1:], axis=1)
-        return sims[np.diff(self.positions) == 1]
+        result: np.ndarray = sims[np.diff(self.positions) == 1]
+        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +150,9 @@ def expand(seeds: Sequence[tuple[str, int, float]], documents: Mapping[str, Sent
 _SENTENCE_COLUMNS = ["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"]
 
 
-def _sentences(doc: str, positions: np.ndarray, starts: np.ndarray, ends: np.ndarray, sections: np.ndarray,
-               vectors: np.ndarray) -> Sentences:
+def _sentences(doc: str, columns: Sequence[np.ndarray], vectors: np.ndarray) -> Sentences:
+    """A document's sentences from its (positions, starts, ends, sections) columns and vectors."""
+    positions, starts, ends, sections = columns
     order = np.argsort(positions, kind="stable")
     return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
                      normalize_rows(np.asarray(vectors, dtype=np.float32)[order]))
@@ -176,13 +178,14 @@ def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
         index = {}
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True):
             rows = order[lo:hi]
-            index[docs[lo]] = _sentences(docs[lo], *(a[rows] for a in arrays), vectors[rows])
+            index[docs[lo]] = _sentences(docs[lo], [a[rows] for a in arrays], vectors[rows])
         return index
 
-    return store.memo(("sentence index", tenant), load)
+    index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
+    return index
 
 
-def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion) -> dict[str, Sentences]:
+def load_sentences(req: SearchRequest, hits: Sequence[Mapping[str, Any]], rule: Expansion) -> dict[str, Sentences]:
     """The sentences each expansion may need. Current queries take whole documents from the
     in-memory :func:`sentence_index`; an as-of query reads a window around every hit (whole
     documents when the threshold is adaptive, which looks at every adjacent pair)."""
@@ -203,10 +206,10 @@ def load_sentences(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion)
             clauses.append(f"(document_id = {sql_str(doc)} AND ({ranges}))")
     rows = req.store.chunks(req.tenant, table="sentences", as_of=req.as_of, with_vectors=True,
                             columns=_SENTENCE_COLUMNS, where=["(" + " OR ".join(clauses) + ")"])
-    grouped: dict[str, list[Mapping]] = {}
+    grouped: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         grouped.setdefault(r["document_id"], []).append(r)
-    return {doc: _sentences(doc, *(np.array([r[c] for r in rs]) for c in _SENTENCE_COLUMNS[1:5]),
+    return {doc: _sentences(doc, [np.array([r[c] for r in rs]) for c in _SENTENCE_COLUMNS[1:5]],
                             np.stack([r["vector"] for r in rs]))
             for doc, rs in grouped.items()}
 
@@ -266,10 +269,10 @@ class Window:
     text: str
     position: int  # of its first sentence in the document
     sentences: tuple[tuple[int, int], ...]
-    hit: Mapping  # the row of the seed sentence the span grew from (the best one, when merged)
+    hit: Mapping[str, Any]  # the row of the seed sentence the span grew from (the best one, when merged)
 
 
-def grow_hits(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion, query: np.ndarray | None, *,
+def grow_hits(req: SearchRequest, hits: Sequence[Mapping[str, Any]], rule: Expansion, query: np.ndarray | None, *,
               merge: bool = True, limit: int | None = None) -> list[Window]:
     """Every hit (a sentence row: ``document_id``, ``chunk_index``, ``start_char``, ``_score``)
     grown into its window under ``rule``; windows of one document that overlap or touch are
@@ -281,7 +284,7 @@ def grow_hits(req: SearchRequest, hits: Sequence[Mapping], rule: Expansion, quer
         seeds = [(h["document_id"], int(np.searchsorted(documents[h["document_id"]].starts, h["start_char"])),
                   float(h["_score"])) for h in hits]
         spans = expand(seeds, documents, rule, query, merge=merge)[:limit]
-    hit_at: dict[tuple[str, int], Mapping] = {}
+    hit_at: dict[tuple[str, int], Mapping[str, Any]] = {}
     for h, (doc_id, position, _) in zip(hits, seeds, strict=True):
         hit_at.setdefault((doc_id, position), h)
     with req.timed("load texts"):

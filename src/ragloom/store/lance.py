@@ -74,7 +74,8 @@ def _lancedb() -> Any:  # noqa: ANN401 - the lancedb module
 def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
     """A fixed-size-list column of an Arrow table as one (rows, dim) float32 array."""
     values = table[column].combine_chunks()
-    return values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
+    result: np.ndarray = values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
+    return result
 
 
 class _WriteLock:
@@ -690,11 +691,14 @@ class LanceStore:
         table = self._table("chunks")
         if table is None or not text.strip():
             return []
-        from lancedb.query import MatchQuery
+        from lancedb.query import FullTextOperator, MatchQuery
 
+        # Every parameter spelled out (lancedb's defaults): exact terms, any of them.
+        match = MatchQuery(text, self.fts_column, boost=1.0, fuzziness=0, max_expansions=50,
+                           operator=FullTextOperator.OR, prefix_length=0, document_granularity=None)
         columns = RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_score"]
         query = (
-            table.search(MatchQuery(text, self.fts_column), query_type="fts")
+            table.search(match, query_type="fts")
             .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
             .select(columns)
         )
