@@ -189,7 +189,7 @@ def query(
     as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Optimise the context for this many tokens.")] = None,
     organize: Annotated[str | None, typer.Option(
-        "--organize", help="relevance, temporal, topical, hierarchical, edges or auto.")] = None,
+        "--organize", help="relevance, temporal, topical, hierarchical, edges, lens or auto.")] = None,
     show_context: Annotated[bool, typer.Option("--show-context", help="Print the optimised context itself.")] = False,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ragloom.errors import ConfigError
 from ragloom.parse.doctype import DEFAULT_RULES
@@ -135,7 +136,7 @@ class ContextSettings(_Section):
     query_overlap_weight: float = Field(0.3, ge=0)
     recency_weight: float = Field(0.1, ge=0)
     trim_to_sentences: bool = True
-    organize: str = Field("auto", description="relevance, temporal, topical, hierarchical, edges or auto")
+    organize: str = Field("auto", description="relevance, temporal, topical, hierarchical, edges, lens or auto")
     candidates: int = Field(20, ge=1, description="retrieved chunks the optimiser chooses from")
 
     @model_validator(mode="after")
@@ -179,6 +180,65 @@ class IngestSettings(_Section):
     batch_chunks: int = Field(512, ge=1, description="chunks embedded and written per batch")
 
 
+#: Provider name -> (default model, default strongest model, default key variable, base URL variable).
+PROVIDER_DEFAULTS: dict[str, tuple[str, str, str, str]] = {
+    "anthropic": ("claude-sonnet-4-6", "claude-opus-4-1", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+    "openai": ("gpt-5-mini", "gpt-5", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+}
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class LLMSettings(_Section):
+    """``[llm]``: the language model that writes; ``provider = "none"`` is the offline writer."""
+
+    provider: str = Field(
+        "none", description="none (the offline extractive writer), anthropic, openai (any OpenAI-compatible URL), "
+                            "or an installed writer plugin's name")
+    model: str | None = Field(None, description="model name; empty for the provider's default")
+    strongest_model: str | None = Field(
+        None, description="the model --opus picks; empty for the provider's strongest default")
+    base_url: str | None = Field(
+        None,
+        description="endpoint; ANTHROPIC_BASE_URL / OPENAI_BASE_URL override it (Ollama: http://localhost:11434/v1)")
+    api_key_env: str | None = Field(
+        None, description="name of the environment variable holding the key (ANTHROPIC_API_KEY / OPENAI_API_KEY)")
+    timeout: float = Field(60.0, gt=0, description="seconds to wait for the endpoint, per attempt")
+    max_retries: int = Field(3, ge=0, le=10, description="retries on rate limits (429), overload (529) and 5xx")
+    max_tokens: int = Field(2000, ge=1, description="tokens the model may write per answer or report section")
+    temperature: float | None = Field(None, ge=0, le=2, description="empty for the provider's default")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _names_a_variable(cls, value: str | None) -> str | None:
+        # A key pasted here would end up in a TOML file and in logs; refuse it loudly.
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                f"llm.api_key_env must name an environment variable (like ANTHROPIC_API_KEY), not hold the key; "
+                f"got a value of {len(value)} characters that is not a variable name")
+        return value
+
+    @field_validator("model", "strongest_model", "base_url")
+    @classmethod
+    def _empty_is_default(cls, value: str | None) -> str | None:
+        return (value.strip() or None) if value is not None else None
+
+    def key_variable(self) -> str:
+        """The environment variable the API key is read from."""
+        if self.api_key_env:
+            return self.api_key_env
+        return PROVIDER_DEFAULTS[self.provider][2] if self.provider in PROVIDER_DEFAULTS else ""
+
+    def model_name(self, *, strongest: bool = False) -> str:
+        """The model to use: the configured one, else the provider's default."""
+        if self.provider not in PROVIDER_DEFAULTS:
+            return ""
+        default, best, _, _ = PROVIDER_DEFAULTS[self.provider]
+        if strongest:
+            return self.strongest_model or best
+        return self.model or default
+
+
 class Settings(_Section):
     tenant: str = "default"
     chunking: ChunkingSettings = ChunkingSettings()
@@ -192,6 +252,7 @@ class Settings(_Section):
     entities: EntitySettings = EntitySettings()
     graph: GraphSettings = GraphSettings()
     context_optimization: ContextSettings = ContextSettings()
+    llm: LLMSettings = LLMSettings()
 
     @model_validator(mode="after")
     def _check_chunking(self) -> Settings:

@@ -106,7 +106,7 @@ def test_disabled_only_budgets() -> None:
 
 
 def test_arguments_are_checked_and_named() -> None:
-    with pytest.raises(UnknownNameError, match="edges, hierarchical, relevance, temporal, topical"):
+    with pytest.raises(UnknownNameError, match="edges, hierarchical, lens, relevance, temporal, topical"):
         optimize_context([], "q", organize="magic")
     with pytest.raises(InvalidParameterError, match=r"max_tokens \(400\) must be larger than reserve_tokens \(500\)"):
         optimize_context([], "q", max_tokens=400)

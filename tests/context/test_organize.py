@@ -100,3 +100,16 @@ def test_unknown_strategy_lists_the_registry() -> None:
     message = str(err.value)
     for name in [*STRATEGIES, "auto"]:
         assert name in message
+
+
+def test_lens_groups_by_the_given_lens_order_and_priority_inside() -> None:
+    from ragloom.context.organize import by_lens
+
+    items = [item(f"c{i}", priority, lens=lens) for i, (lens, priority) in enumerate(
+        [("engineering", 0.9), ("your-voice", 0.2), ("zeta", 0.99), ("engineering", 0.95), ("your-voice", 0.5)])]
+    ordered = by_lens(items, (), ["your-voice", "engineering"])
+    assert [(p.chunk.lens, p.priority) for p in ordered] == [
+        ("your-voice", 0.5), ("your-voice", 0.2), ("engineering", 0.95), ("engineering", 0.9), ("zeta", 0.99)]
+    again, strategy, reason = organize(items, (), "lens", lens_order=["engineering"])
+    assert strategy == "lens" and reason == "requested"
+    assert [p.chunk.lens for p in again][:2] == ["engineering", "engineering"]

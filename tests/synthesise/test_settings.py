@@ -3,8 +3,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ragloom.errors import ConfigError, LLMError
-from ragloom.synthesise import AnthropicLLM, LLMSettings, OpenAICompatibleLLM, llm_from_settings
+from ragloom.errors import ConfigError, LLMError, UnknownNameError
+from ragloom.synthesise import (
+    AnthropicLLM,
+    LLMSettings,
+    OpenAICompatibleLLM,
+    llm_from_settings,
+    writer_from_settings,
+)
 from ragloom.synthesise.llm import LOCAL_KEY
 
 
@@ -18,8 +24,8 @@ def test_defaults_are_the_offline_writer() -> None:
 def test_settings_are_strict_and_frozen() -> None:
     with pytest.raises(ValidationError):
         LLMSettings(provider="anthropic", api_key="sk-ant-123")  # type: ignore[call-arg]  # keys never live here
-    with pytest.raises(ValidationError):
-        LLMSettings(provider="gemini")  # type: ignore[arg-type]
+    with pytest.raises(UnknownNameError, match="unknown writer 'gemini'; choose one of: anthropic, none, openai"):
+        writer_from_settings(LLMSettings(provider="gemini"), environ={})
     with pytest.raises(ValidationError, match="not hold the key"):
         LLMSettings(provider="anthropic", api_key_env="sk-ant-api03-abcdef")
     with pytest.raises(ValidationError):

@@ -40,7 +40,7 @@ def _check_similarity(similarity: str) -> None:
 def optimize_context(candidates: Sequence[ScoredChunk], query: str, settings: ContextSettings | None = None, *,
                      tokenizer: str | TokenCounter = DEFAULT_TOKENIZER, organize: str | None = None,
                      max_tokens: int | None = None, graph_edges: GraphEdges | None = None,
-                     similarity: str = "minhash") -> OptimizedContext:
+                     similarity: str = "minhash", lens_order: Sequence[str] | None = None) -> OptimizedContext:
     """Turn one query's retrieved candidates into a budgeted, de-duplicated, ordered context.
 
     ``organize`` and ``max_tokens`` override the settings for this call; ``graph_edges`` adds
@@ -90,7 +90,7 @@ def optimize_context(candidates: Sequence[ScoredChunk], query: str, settings: Co
                          query=query, trim=settings.trim_to_sentences, strategies=STRATEGIES)
         selected: list[Prioritized] = list(fit.selected)
         final = between(relationships, (p.chunk_id for p in selected))
-        ordered, strategy, reason = order_chunks(selected, final, requested)
+        ordered, strategy, reason = order_chunks(selected, final, requested, lens_order=lens_order)
         if not settings.enabled:
             reason = "optimiser disabled → relevance"
         formatted, total = format_context([p.chunk for p in ordered], final, query, strategy, tokenizer=counter)
@@ -134,6 +134,8 @@ class ContextOptimizer:
         self.similarity = similarity
 
     def optimize(self, candidates: Sequence[ScoredChunk], query: str, *, organize: str | None = None,
-                 max_tokens: int | None = None, graph_edges: GraphEdges | None = None) -> OptimizedContext:
+                 max_tokens: int | None = None, graph_edges: GraphEdges | None = None,
+                 lens_order: Sequence[str] | None = None) -> OptimizedContext:
         return optimize_context(candidates, query, self.settings, tokenizer=self.tokenizer, organize=organize,
-                                max_tokens=max_tokens, graph_edges=graph_edges, similarity=self.similarity)
+                                max_tokens=max_tokens, graph_edges=graph_edges, similarity=self.similarity,
+                                lens_order=lens_order)

@@ -12,6 +12,8 @@ hierarchical      overview before detail: document openings first, then shallowe
                   sections before deeper ones, by priority inside
 edges             most relevant at both ends, least in the middle (1, 3, 5, ..., 6, 4, 2):
                   models read the ends of a long context best ("lost in the middle")
+lens              grouped by lens, the lenses in authority order (``graph.authority``), by
+                  priority inside: what a multi-lens report is written from
 auto              chosen from the data; see :func:`choose_strategy`
 ================  =======================================================================
 """
@@ -100,6 +102,19 @@ def by_edges(items: Sequence[Prioritized], relationships: Sequence[Relationship]
     return ranked[0::2] + ranked[1::2][::-1]
 
 
+#: The lens order ``lens`` groups by unless given another (seed 000's authority order).
+DEFAULT_LENS_ORDER = ("your-voice", "business-framework", "team-structured", "team-conversational", "engineering",
+                      "external-analyst")
+
+
+def by_lens(items: Sequence[Prioritized], relationships: Sequence[Relationship] = (),
+            lens_order: Sequence[str] = DEFAULT_LENS_ORDER) -> list[Prioritized]:
+    """Lenses in ``lens_order`` (others after them, by name), by priority inside each."""
+    rank = {lens: i for i, lens in enumerate(lens_order)}
+    return sorted(_by_priority(items), key=lambda p: (rank.get(p.chunk.lens, len(rank)), p.chunk.lens
+                                                      if p.chunk.lens not in rank else ""))
+
+
 #: The organisation strategies, by name (``auto`` chooses among them).
 STRATEGIES: Mapping[str, Strategy] = {
     "relevance": by_relevance,
@@ -107,6 +122,7 @@ STRATEGIES: Mapping[str, Strategy] = {
     "topical": by_topic,
     "hierarchical": by_hierarchy,
     "edges": by_edges,
+    "lens": by_lens,
 }
 
 
@@ -143,12 +159,15 @@ def choose_strategy(items: Sequence[Prioritized], relationships: Sequence[Relati
     return "relevance", "no dominant signal → relevance"
 
 
-def organize(items: Sequence[Prioritized], relationships: Sequence[Relationship], strategy: str = AUTO
-             ) -> tuple[list[Prioritized], str, str]:
-    """``items`` in reading order, with the strategy used and the reason for it."""
+def organize(items: Sequence[Prioritized], relationships: Sequence[Relationship], strategy: str = AUTO, *,
+             lens_order: Sequence[str] | None = None) -> tuple[list[Prioritized], str, str]:
+    """``items`` in reading order, with the strategy used and the reason for it
+    (``lens_order`` for the ``lens`` strategy)."""
     check_strategy(strategy)
     if strategy == AUTO:
         strategy, reason = choose_strategy(items, relationships)
     else:
         reason = "requested"
+    if strategy == "lens" and lens_order is not None:
+        return by_lens(items, relationships, lens_order), strategy, reason
     return STRATEGIES[strategy](items, relationships), strategy, reason

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ragloom.embed import Embedder
 from ragloom.errors import UnknownNameError
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.report import SuiteResult, write
@@ -18,24 +19,32 @@ from ragloom.evaluate.report import SuiteResult, write
 
 def _suite(name: str) -> Callable[[EvalContext], SuiteResult]:
     # Imported on demand: each suite pulls its own dependencies (LangChain, matplotlib).
+    # Each suite's ``run`` takes the context and, optionally, keyword arguments of its own.
     if name == "chunking":
-        from ragloom.evaluate.chunking import run
-    elif name == "contextual":
-        from ragloom.evaluate.contextual import run
-    elif name == "ab":
-        from ragloom.evaluate.ab import run
-    elif name == "windows":
-        from ragloom.evaluate.windows import run
-    else:
-        raise UnknownNameError("evaluation suite", name, SUITES)
-    return run
+        from ragloom.evaluate import chunking
+
+        return chunking.run
+    if name == "contextual":
+        from ragloom.evaluate import contextual
+
+        return contextual.run
+    if name == "ab":
+        from ragloom.evaluate import ab
+
+        return ab.run
+    if name == "windows":
+        from ragloom.evaluate import windows
+
+        return windows.run
+    raise UnknownNameError("evaluation suite", name, SUITES)
 
 
 SUITES = ("ab", "chunking", "contextual", "windows")
 
 
 def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, limit: int | None = None,
-              progress: Callable[[str], None] | None = None, embedder=None) -> tuple[SuiteResult, dict[str, Path]]:  # noqa: ANN001
+              progress: Callable[[str], None] | None = None,
+              embedder: Embedder | None = None) -> tuple[SuiteResult, dict[str, Path]]:
     """Run one suite and write its report under ``out``."""
     run = _suite(name)
     kwargs = {"cache": cache} if cache is not None else {}

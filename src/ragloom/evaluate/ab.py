@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,22 +25,38 @@ from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.datasets import SectionQuery, load_ab
 from ragloom.evaluate.metrics import set_precision_recall
 from ragloom.evaluate.report import SuiteResult, bar_chart
+from ragloom.types import ScoredChunk
 
 K = 5
 CATEGORIES = ("cross-section", "document-specific", "single-section")
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def matches(result: object, expected: tuple[str, str]) -> bool:
+def matches(result: ScoredChunk, expected: tuple[str, str]) -> bool:
     name, section = expected
-    return result.source_name == name and (not section or (result.section_path and result.section_path[-1] == section))  # type: ignore[attr-defined]
+    return result.source_name == name and (not section or (bool(result.section_path)
+                                                          and result.section_path[-1] == section))
 
 
-def score(query: SectionQuery, results: list) -> tuple[float, float]:
+def score(query: SectionQuery, results: Sequence[ScoredChunk]) -> tuple[float, float]:
     hits = [next((e for e in query.expected if matches(r, e)), None) for r in results]
     precision = sum(h is not None for h in hits) / len(results) if results else 0.0
     _, recall = set_precision_recall(set(query.expected), [h for h in hits if h is not None])
     return precision, recall
+
+
+@dataclass(frozen=True)
+class Means:
+    """One variant's mean precision and recall over a category's queries, in percent (None: no queries)."""
+
+    precision: float | None
+    recall: float | None
+
+
+def mean_scores(values: Sequence[tuple[float, float]]) -> Means:
+    if not values:
+        return Means(None, None)
+    return Means(100 * float(np.mean([p for p, _ in values])), 100 * float(np.mean([r for _, r in values])))
 
 
 def run(ctx: EvalContext, *, materials: Path | None = None, queries: Path | None = None) -> SuiteResult:
@@ -59,29 +77,46 @@ def run(ctx: EvalContext, *, materials: Path | None = None, queries: Path | None
             for q in items:
                 scores[q.category].append(score(q, engine.query(q.query, k=K, mode="vector").results))
             per_variant[embed_text] = scores
-    rows = []
+    rows: list[dict[str, object]] = []
+    by_category: dict[str, dict[str, Means]] = {}  # category -> variant -> means
     for category in (*CATEGORIES, "all"):
         row: dict[str, object] = {"category": category}
+        by_variant: dict[str, Means] = {}
+        by_category[category] = by_variant
+        values: list[tuple[float, float]] = []
         for variant, scores in per_variant.items():
             values = [v for c in CATEGORIES for v in scores[c]] if category == "all" else scores[category]
-            row[f"{variant} precision"] = 100 * float(np.mean([p for p, _ in values])) if values else None
-            row[f"{variant} recall"] = 100 * float(np.mean([r for _, r in values])) if values else None
-        naked, contextual = row.get("naked recall"), row.get("contextual recall")
+            m = by_variant[variant] = mean_scores(values)
+            row[f"{variant} precision"] = m.precision
+            row[f"{variant} recall"] = m.recall
+        naked, contextual = _recall(by_variant, "naked"), _recall(by_variant, "contextual")
         if naked is not None and contextual is not None:
-            row["recall change"] = f"{contextual - naked:+.1f} points"  # type: ignore[operator]
+            row["recall change"] = f"{contextual - naked:+.1f} points"
         row["queries"] = len(values)
         rows.append(row)
     columns = ["category", "queries", "naked precision", "contextual precision", "naked recall", "contextual recall",
                "recall change"]
     result = SuiteResult("ab", columns, rows, details={v: {c: s for c, s in sc.items()} for v, sc in per_variant.items()},
                          seconds=time.perf_counter() - started)
-    worse = [r["category"] for r in rows[:3] if r.get("naked recall") is not None
-             and (r["contextual recall"] < r["naked recall"] or r["contextual precision"] < r["naked precision"])]
+    worse = [category for category in CATEGORIES if _worse(by_category[category])]
     result.notes.append("Contextual no worse than naked in every category: "
                         + ("yes." if not worse else "no, worse in " + ", ".join(worse) + "."))
-    labels = [r["category"] for r in rows]
+    labels = list(by_category)
     result.plots.append(bar_chart(ctx.out / "ab.png", labels,
-                                  {"naked recall": [r["naked recall"] or 0 for r in rows],
-                                   "contextual recall": [r["contextual recall"] or 0 for r in rows]},
+                                  {"naked recall": [_recall(by_category[c], "naked") or 0 for c in labels],
+                                   "contextual recall": [_recall(by_category[c], "contextual") or 0 for c in labels]},
                                   title="Contextual vs naked embeddings (sample materials, k = 5)", ylabel="recall %"))
     return result
+
+
+def _recall(by_variant: dict[str, Means], variant: str) -> float | None:
+    m = by_variant.get(variant)
+    return m.recall if m else None
+
+
+def _worse(by_variant: dict[str, Means]) -> bool:
+    """Contextual below naked in recall or precision (False where the category has no queries)."""
+    naked, contextual = by_variant["naked"], by_variant["contextual"]
+    if naked.recall is None or naked.precision is None or contextual.recall is None or contextual.precision is None:
+        return False
+    return contextual.recall < naked.recall or contextual.precision < naked.precision

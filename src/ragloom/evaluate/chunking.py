@@ -10,9 +10,10 @@ are found in the corpus in order, as the original evaluation does.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypedDict
 
 import numpy as np
 
@@ -25,6 +26,12 @@ from ragloom.evaluate.report import SuiteResult, bar_chart
 from ragloom.types import Document
 
 K = 5
+
+#: One configuration's line of the table: recall, precision and IoU in percent.
+ChunkingRow = TypedDict("ChunkingRow", {
+    "configuration": str, "family": str, "chunks": int, "mean chars": int,
+    "recall": float, "precision": float, "iou": float,
+})
 
 
 @dataclass(frozen=True)
@@ -53,8 +60,9 @@ def langchain_config(kind: str, size: int, overlap: int) -> Config:
     from ragloom.tokens import ensure_tiktoken_offline
 
     ensure_tiktoken_offline()
-    from langchain_text_splitters import RecursiveCharacterTextSplitter, TokenTextSplitter
+    from langchain_text_splitters import RecursiveCharacterTextSplitter, TextSplitter, TokenTextSplitter
 
+    splitter: TextSplitter
     if kind == "recursive":
         splitter = RecursiveCharacterTextSplitter(chunk_size=size, chunk_overlap=overlap)
         name = f"LangChain RecursiveCharacterTextSplitter {size}/{overlap}"
@@ -93,17 +101,20 @@ def run(ctx: EvalContext, configs: list[Config] | None = None) -> SuiteResult:
     data: ChunkingEval = load_chunking_eval(ctx.data, limit=ctx.limit)
     questions = [q.question for q in data.questions]
     question_vectors = ctx.embed(questions)
-    rows, details = [], {}
+    rows: list[ChunkingRow] = []
+    details: dict[str, dict[str, list[dict[str, float]]]] = {}
     for config in configs or configurations():
         ctx.progress(config.name)
-        spans, corpora, texts = [], [], []
+        spans: list[tuple[int, int]] = []
+        corpora: list[str] = []
+        texts: list[str] = []
         for corpus, text in data.corpora.items():
             for start, end, embedded in config.split(corpus, text):
                 spans.append((start, end))
                 corpora.append(corpus)
                 texts.append(embedded)
         vectors = ctx.embed(texts)
-        scores = []
+        scores: list[dict[str, float]] = []
         for q, qv in zip(data.questions, question_vectors, strict=True):
             top = cosine_top(qv, vectors, K)
             # Every retrieved chunk counts in the denominator; only the question's corpus can hit.
@@ -113,33 +124,35 @@ def run(ctx: EvalContext, configs: list[Config] | None = None) -> SuiteResult:
         mean = {m: 100 * float(np.mean([s[m] for s in scores])) for m in ("recall", "precision", "iou")}
         size = np.mean([b - a for a, b in spans]) if spans else 0
         rows.append({"configuration": config.name, "family": config.family, "chunks": len(spans),
-                     "mean chars": round(float(size)), **mean})
+                     "mean chars": round(float(size)), "recall": mean["recall"], "precision": mean["precision"],
+                     "iou": mean["iou"]})
         details[config.name] = {"per_question": scores}
     result = SuiteResult(
         "chunking", ["configuration", "chunks", "mean chars", "recall", "precision", "iou"], rows,
         details=details, seconds=time.perf_counter() - started,
     )
-    _verdict(result)
+    result.notes += _verdict(rows)
     result.plots.append(bar_chart(ctx.out / "chunking.png", [r["configuration"] for r in rows],
                                   {"recall": [r["recall"] for r in rows], "IoU × 10": [10 * r["iou"] for r in rows]},
                                   title="Chunking evaluation (k = 5)", ylabel="score"))
     return result
 
 
-def _verdict(result: SuiteResult) -> None:
+def _verdict(rows: Sequence[ChunkingRow]) -> list[str]:
     """The target: a ragloom configuration with recall at least LangChain's best and IoU above
     every LangChain configuration."""
-    peers = [r for r in result.rows if r["family"] == "langchain"]
-    ours = [r for r in result.rows if r["family"] == "ragloom"]
+    peers = [r for r in rows if r["family"] == "langchain"]
+    ours = [r for r in rows if r["family"] == "ragloom"]
     if not peers or not ours:
-        return
+        return []
     best_recall = max(r["recall"] for r in peers)
     best_iou = max(r["iou"] for r in peers)
     winners = [r["configuration"] for r in ours if r["recall"] >= best_recall and r["iou"] > best_iou]
-    result.notes.append(f"LangChain's best recall {best_recall:.1f}, best IoU {best_iou:.2f}.")
+    notes = [f"LangChain's best recall {best_recall:.1f}, best IoU {best_iou:.2f}."]
     if winners:
-        result.notes.append("Target met by: " + "; ".join(winners))
+        notes.append("Target met by: " + "; ".join(winners))
     else:
         best = max(ours, key=lambda r: r["iou"])
-        result.notes.append(f"Target not met: no ragloom configuration has both. Highest ragloom IoU: "
-                            f"{best['configuration']} ({best['iou']:.2f}, recall {best['recall']:.1f}).")
+        notes.append(f"Target not met: no ragloom configuration has both. Highest ragloom IoU: "
+                     f"{best['configuration']} ({best['iou']:.2f}, recall {best['recall']:.1f}).")
+    return notes

@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from ragloom.chunk.preset import PresetSpan
 from ragloom.config import Settings
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
-from ragloom.evaluate.datasets import ContextualEval, load_contextual
+from ragloom.evaluate.datasets import CodeQuery, ContextualEval, load_contextual
 from ragloom.evaluate.metrics import pass_at_k
 from ragloom.evaluate.report import SuiteResult, bar_chart
 from ragloom.load import document_id
@@ -36,9 +39,11 @@ LANGUAGE_NAMES = {"python": "Python", "rust": "Rust", "go": "Go", "js": "JavaScr
                   "c": "C/C++", "ruby": "Ruby"}
 
 
-def documents(data: ContextualEval) -> tuple[list[Document], dict, dict[str, str]]:
+def documents(data: ContextualEval) -> tuple[list[Document], dict[str, list[PresetSpan]], dict[str, str]]:
     """Documents, their preset spans (with enclosing symbols as section paths), and id -> uuid."""
-    docs, spans, uuid_of = [], {}, {}
+    docs: list[Document] = []
+    spans: dict[str, list[PresetSpan]] = {}
+    uuid_of: dict[str, str] = {}
     for d in data.documents:
         language = language_of(d.path)
         doc = Document(
@@ -61,17 +66,18 @@ def _settings(embed_text: str) -> Settings:
     })
 
 
-def evaluate(engine: Engine, queries: Sequence, uuid_of: dict[str, str], mode: str, *, optimise: bool = False,
-             **options: object) -> dict:
-    """Pass@k per query. With ``optimise``, the ranking is the optimised context's order (its
-    default budget, sources by priority); a chunk merged into another counts as found with it."""
-    scores = {k: [] for k in KS}
+def evaluate(engine: Engine, queries: Sequence[CodeQuery], uuid_of: Mapping[str, str], mode: str, *,
+             optimise: bool = False, **options: Any) -> dict[int, list[float]]:  # noqa: ANN401
+    """Pass@k per query, by k. With ``optimise``, the ranking is the optimised context's order (its
+    default budget, sources by priority); a chunk merged into another counts as found with it.
+    ``options`` are the retrieval mode's own (``fusion_weights={...}``), passed to the query."""
+    scores: dict[int, list[float]] = {k: [] for k in KS}
     for q in queries:
         result = engine.query(q.query, k=max(KS), mode=mode, **options)
         if optimise:
             key = {r.chunk_id: (uuid_of[r.document_id], r.chunk_index) for r in result}
             context = engine.optimize(result.results, q.query, organize="relevance")
-            ranked = []
+            ranked: list[tuple[str, int]] = []
             for chunk in context.chunks:
                 ranked.extend(key[c] for c in context.merged.get(chunk.chunk_id, (chunk.chunk_id,)) if c in key)
         else:
@@ -81,18 +87,38 @@ def evaluate(engine: Engine, queries: Sequence, uuid_of: dict[str, str], mode: s
     return {k: scores[k] for k in KS}
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One configuration's Pass@k in percent, by k: over all queries, and over those with several
+    golden chunks (None when the slice has none)."""
+
+    configuration: str
+    passes: dict[int, float]
+    several: dict[int, float | None]
+
+    def row(self) -> dict[str, object]:
+        row: dict[str, object] = {"configuration": self.configuration}
+        for k in KS:
+            row[f"Pass@{k}"] = self.passes[k]
+            row[f"Pass@{k} (several golden)"] = self.several[k]
+        return row
+
+
 def run(ctx: EvalContext) -> SuiteResult:
     started = time.perf_counter()
     data = load_contextual(ctx.data, limit=ctx.limit)
     docs, spans, uuid_of = documents(data)
     multi = [i for i, q in enumerate(data.queries) if len(q.golden) > 1]
-    rows, details = [], {}
+    measured: list[Measured] = []
+    details: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for embed_text in ("naked", "contextual"):
             ctx.progress(f"ingesting ({embed_text})")
             engine = Engine(Path(tmp) / embed_text, settings=_settings(embed_text), embedder=ctx.embedder)
             engine.add_documents(docs, spans=spans)
-            variants = [("dense", "vector", {}), ("BM25", "bm25", {}), ("hybrid", "hybrid", {})]
+            # (label, retrieval mode, options: the mode's own, ``optimise`` or ``rrf_k``, a setting)
+            variants: list[tuple[str, str, dict[str, Any]]] = [("dense", "vector", {}), ("BM25", "bm25", {}),
+                                                               ("hybrid", "hybrid", {})]
             if embed_text == "contextual":
                 variants += [("hybrid + graph expansion", "graph", {}),
                              ("hybrid + optimiser (top 20 into 3,500 tokens)", "hybrid", {"optimise": True}),
@@ -106,23 +132,22 @@ def run(ctx: EvalContext) -> SuiteResult:
                 tuned = engine if not rrf else Engine(engine.workspace.path, embedder=ctx.embedder,
                                                       settings=_settings(embed_text).with_overrides(retrieval__rrf_k=rrf))
                 scores = evaluate(tuned, data.queries, uuid_of, mode, **options)
-                row = {"configuration": name}
-                for k in KS:
-                    row[f"Pass@{k}"] = 100 * float(np.mean(scores[k]))
-                    row[f"Pass@{k} (several golden)"] = 100 * float(np.mean([scores[k][i] for i in multi])) if multi else None
-                rows.append(row)
+                measured.append(Measured(
+                    name, {k: 100 * float(np.mean(scores[k])) for k in KS},
+                    {k: 100 * float(np.mean([scores[k][i] for i in multi])) if multi else None for k in KS}))
                 details[name] = {str(k): v for k, v in scores.items()}
     columns = ["configuration", *(f"Pass@{k}" for k in KS), "Pass@10 (several golden)", "Pass@20 (several golden)"]
-    result = SuiteResult("contextual", columns, rows, details=details, seconds=time.perf_counter() - started)
+    result = SuiteResult("contextual", columns, [m.row() for m in measured], details=details,
+                         seconds=time.perf_counter() - started)
     result.notes.append(f"{len(data.queries)} queries ({len(multi)} with several golden chunks), "
                         f"{len(docs)} documents, {sum(len(s) for s in spans.values())} chunks: the dataset's own "
                         "chunks, since its golden chunks are given by index.")
-    best = max(rows, key=lambda r: r["Pass@10"])
-    result.notes.append(f"Best Pass@10: {best['configuration']} ({best['Pass@10']:.1f}); target 90 "
-                        f"{'met' if best['Pass@10'] >= 90 else 'not met'}.")
+    best = max(measured, key=lambda m: m.passes[10])
+    result.notes.append(f"Best Pass@10: {best.configuration} ({best.passes[10]:.1f}); target 90 "
+                        f"{'met' if best.passes[10] >= 90 else 'not met'}.")
     result.notes.append("The last two rows change a setting (fusion weights, rrf_k) chosen by looking at these same "
                         "queries; there is no held-out split, so treat their gain as optimistic.")
-    result.plots.append(bar_chart(ctx.out / "contextual.png", [r["configuration"] for r in rows],
-                                  {f"Pass@{k}": [r[f"Pass@{k}"] for r in rows] for k in KS},
+    result.plots.append(bar_chart(ctx.out / "contextual.png", [m.configuration for m in measured],
+                                  {f"Pass@{k}": [m.passes[k] for m in measured] for k in KS},
                                   title="Contextual retrieval over code (Pass@k)", ylabel="Pass@k"))
     return result

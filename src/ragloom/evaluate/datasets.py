@@ -138,9 +138,15 @@ class AbSet:
 def load_ab(path: Path) -> AbSet:
     """Queries for the sample materials, with the sections they should find (examples/ab_queries.toml)."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
-    queries = []
+    queries: list[SectionQuery] = []
     for q in data["query"]:
-        expected = tuple(tuple(e.split("#", 1)) if "#" in e else (e, "") for e in q["expected"])
-        queries.append(SectionQuery(q["text"], q["category"], expected))  # type: ignore[arg-type]
+        expected = tuple(_section(e) for e in q["expected"])
+        queries.append(SectionQuery(q["text"], q["category"], expected))
     return AbSet(queries)
+
+
+def _section(expected: str) -> tuple[str, str]:
+    """``"file.md#Section"`` -> ``("file.md", "Section")``; ``"file.md"`` -> ``("file.md", "")``."""
+    name, _, section = expected.partition("#")
+    return name, section
 

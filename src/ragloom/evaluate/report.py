@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 
@@ -14,7 +15,7 @@ from typing import Any
 class SuiteResult:
     suite: str
     columns: list[str]  # the table's columns; the first names the row
-    rows: list[dict[str, Any]]
+    rows: Sequence[Mapping[str, object]]  # a suite's typed rows (TypedDicts or plain dicts), keyed by column
     notes: list[str] = field(default_factory=list)
     details: dict[str, Any] = field(default_factory=dict)
     plots: list[str] = field(default_factory=list)
@@ -34,7 +35,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str
     return "\n".join(lines)
 
 
-def _cell(value: Any) -> str:  # noqa: ANN401
+def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.1f}" if abs(value) >= 1 or value == 0 else f"{value:.3f}"
     return "" if value is None else str(value)
@@ -52,7 +53,8 @@ def write(result: SuiteResult, out: Path) -> dict[str, Path]:
     return paths
 
 
-def bar_chart(path: Path, labels: Sequence[str], series: dict[str, Sequence[float]], *, title: str, ylabel: str) -> str:
+def bar_chart(path: Path, labels: Sequence[str], series: Mapping[str, Sequence[float]], *, title: str,
+              ylabel: str) -> str:
     """Grouped bars, one group per label, one bar per series."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(labels) * max(1, len(series))), 4.5))
@@ -71,7 +73,8 @@ def bar_chart(path: Path, labels: Sequence[str], series: dict[str, Sequence[floa
     return str(path)
 
 
-def _pyplot():  # noqa: ANN202
+def _pyplot() -> ModuleType:
+    """``matplotlib.pyplot`` on the Agg backend (matplotlib ships no type information)."""
     try:
         import matplotlib
 

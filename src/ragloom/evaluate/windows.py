@@ -17,20 +17,23 @@ from __future__ import annotations
 
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 
 from ragloom.config import Settings
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
-from ragloom.evaluate.datasets import load_chunking_eval
+from ragloom.evaluate.datasets import SpanQuestion, load_chunking_eval
 from ragloom.evaluate.metrics import boundary_coherence, mean_pairwise_cosine, span_scores
 from ragloom.evaluate.report import SuiteResult, _pyplot
 from ragloom.tokens import get_tokenizer
 
 K = 5
-STRATEGIES = {
+#: Name -> (retrieval mode, the mode's own options for ``Engine.query``; ``k`` overrides K).
+STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
     "A naive chunks 256/20": ("vector", {}),
     "B fixed window 3": ("window", {"window": 3, "cross_sections": True}),
     "C dynamic 0.75": ("dynamic", {"threshold": 0.75}),
@@ -46,6 +49,13 @@ STRATEGIES = {
                                                                      "top_k": 10, "k": 10}),
 }
 
+#: One strategy's line of the table: recall, precision, IoU and the boundary shares in percent.
+WindowsRow = TypedDict("WindowsRow", {
+    "strategy": str, "tokens": float, "recall": float, "precision": float, "iou": float, "intra-similarity": float,
+    "starts and ends on sentences": float, "complete sentences": float,
+})
+Span = tuple[int, int]
+
 
 def run(ctx: EvalContext) -> SuiteResult:
     started = time.perf_counter()
@@ -56,7 +66,8 @@ def run(ctx: EvalContext) -> SuiteResult:
         "entities.enabled": False, "chunking.chunk_size": 256, "chunking.chunk_overlap": 20,
         "chunking.boundary_window": 0.0, "sentences.top_k": K,
     })
-    per_strategy: dict[str, list[dict]] = {name: [] for name in STRATEGIES}
+    # Per strategy, one record per question: tokens, intra_similarity, boundary_*, recall, precision, iou.
+    per_strategy: dict[str, list[dict[str, float]]] = {name: [] for name in STRATEGIES}
     with tempfile.TemporaryDirectory() as tmp:
         corpus_dir = Path(tmp) / "corpora"
         corpus_dir.mkdir()
@@ -72,27 +83,29 @@ def run(ctx: EvalContext) -> SuiteResult:
         spans_of = {doc: [(r["start_char"], r["end_char"]) for r in rows] for doc, rows in sentences.items()}
         vectors_of = {doc: np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows])
                       for doc, rows in sentences.items()}
-        examples = {}
+        examples: dict[str, list[Span]] = {}
         for name, (mode, options) in STRATEGIES.items():
             ctx.progress(name)
             for q in data.questions:
-                result = engine.query(q.question, mode=mode, **{"k": K, **options})
+                query_options: dict[str, Any] = {"k": K, **options}
+                found = engine.query(q.question, mode=mode, **query_options)
                 doc = doc_of[q.corpus]
                 retrieved = [(r.start, r.end) if r.document_id == doc else (-10**9 - r.start, -10**9 - r.start + len(r.text))
-                             for r in result]
-                texts = [r.text for r in result]
-                sims = []
-                for r in result:  # one pass over the document's sentences: those the result holds whole
+                             for r in found]
+                texts = [r.text for r in found]
+                sims: list[float] = []
+                for r in found:  # one pass over the document's sentences: those the result holds whole
                     inside = [i for i, (s, e) in enumerate(spans_of[r.document_id]) if r.start <= s and e <= r.end]
                     if inside:
                         sims.append(mean_pairwise_cosine(vectors_of[r.document_id][inside]))
-                coherence = boundary_coherence([(r.start, r.end) for r in result if r.document_id == doc], spans_of[doc])
-                record = {"tokens": tokenizer.count("\n\n".join(texts)), "intra_similarity": float(np.mean(sims)) if sims else 1.0,
-                          **{f"boundary_{k}": v for k, v in coherence.items()}, **span_scores(q.references, retrieved)}
+                coherence = boundary_coherence([(r.start, r.end) for r in found if r.document_id == doc], spans_of[doc])
+                record: dict[str, float] = {
+                    "tokens": tokenizer.count("\n\n".join(texts)), "intra_similarity": float(np.mean(sims)) if sims else 1.0,
+                    **{f"boundary_{k}": v for k, v in coherence.items()}, **span_scores(q.references, retrieved)}
                 per_strategy[name].append(record)
                 if q is data.questions[0]:
-                    examples[name] = [(r.start, r.end) for r in result if r.document_id == doc]
-    rows = []
+                    examples[name] = [(r.start, r.end) for r in found if r.document_id == doc]
+    rows: list[WindowsRow] = []
     for name, records in per_strategy.items():
         mean = {k: float(np.mean([r[k] for r in records])) for k in records[0]}
         rows.append({"strategy": name, "tokens": round(mean["tokens"], 1), "recall": 100 * mean["recall"],
@@ -104,7 +117,7 @@ def run(ctx: EvalContext) -> SuiteResult:
                "complete sentences"]
     result = SuiteResult("windows", columns, rows, details={"per_question": per_strategy},
                          seconds=time.perf_counter() - started)
-    _verdict(result)
+    result.notes += _verdict(rows)
     result.notes.append("Answer F1 needs a language model; none is configured, so it is not measured.")
     first = data.questions[0]
     result.plots.append(_tokens_vs_recall(ctx.out / "windows_tokens_recall.png", rows, per_strategy))
@@ -113,8 +126,9 @@ def run(ctx: EvalContext) -> SuiteResult:
     return result
 
 
-def _verdict(result: SuiteResult) -> None:
-    by = {r["strategy"]: r for r in result.rows}
+def _verdict(rows: Sequence[WindowsRow]) -> list[str]:
+    notes: list[str] = []
+    by = {r["strategy"]: r for r in rows}
     a, b = by["A naive chunks 256/20"], by["B fixed window 3"]
     for name, row in by.items():
         if not name.startswith("C"):
@@ -122,13 +136,15 @@ def _verdict(result: SuiteResult) -> None:
         fewer = row["tokens"] < b["tokens"]
         recall = row["recall"] >= b["recall"]
         iou = row["iou"] > a["iou"]
-        result.notes.append(f"{name}: {row['tokens']:.0f} tokens vs {b['tokens']:.0f} for B "
-                            f"({'fewer' if fewer else 'more'}), recall {row['recall']:.1f} vs {b['recall']:.1f} "
-                            f"({'equal or better' if recall else 'worse'}), IoU {row['iou']:.1f} vs {a['iou']:.1f} "
-                            f"for A ({'better' if iou else 'worse'}).")
+        notes.append(f"{name}: {row['tokens']:.0f} tokens vs {b['tokens']:.0f} for B "
+                     f"({'fewer' if fewer else 'more'}), recall {row['recall']:.1f} vs {b['recall']:.1f} "
+                     f"({'equal or better' if recall else 'worse'}), IoU {row['iou']:.1f} vs {a['iou']:.1f} "
+                     f"for A ({'better' if iou else 'worse'}).")
+    return notes
 
 
-def _tokens_vs_recall(path: Path, rows: list[dict], per_strategy: dict[str, list[dict]]) -> str:
+def _tokens_vs_recall(path: Path, rows: Sequence[WindowsRow],
+                      per_strategy: Mapping[str, Sequence[Mapping[str, float]]]) -> str:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 5))
     for row in rows:
@@ -146,7 +162,8 @@ def _tokens_vs_recall(path: Path, rows: list[dict], per_strategy: dict[str, list
     return str(path)
 
 
-def _similarity_curve(path: Path, question, spans, vectors, examples) -> str:  # noqa: ANN001
+def _similarity_curve(path: Path, question: SpanQuestion, spans: Sequence[Span], vectors: np.ndarray,
+                      examples: Mapping[str, Sequence[Span]]) -> str:
     """Adjacent-sentence similarity along the document, the reference spans, and the windows each
     strategy chose for the first question."""
     plt = _pyplot()

@@ -35,7 +35,7 @@ from ragloom.types import AGE_FACTOR_KEY, ScoredChunk
 if TYPE_CHECKING:
     from ragloom.graph.view import ContextGraph
 
-O = TypeVar("O", bound="ModeOptions")
+OptionsT = TypeVar("OptionsT", bound="ModeOptions")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +48,7 @@ class ModeOptions:
         return {}
 
     @classmethod
-    def build(cls: type[O], settings: Settings, given: Mapping[str, Any], *, mode: str = "") -> O:
+    def build(cls: type[OptionsT], settings: Settings, given: Mapping[str, Any], *, mode: str = "") -> OptionsT:
         """The options with ``given`` over the settings' defaults, each checked by type."""
         names = [f.name for f in fields(cls)]
         for key in given:
@@ -152,7 +152,7 @@ class SearchRequest:
     def candidates(self) -> int:
         return self.settings.retrieval.candidates
 
-    def options_as(self, cls: type[O]) -> O:
+    def options_as(self, cls: type[OptionsT]) -> OptionsT:
         """The options when they are of ``cls`` (or a subclass), else ``cls``'s defaults: a
         mode that runs another (graph runs hybrid) reads the other's options this way."""
         return self.options if isinstance(self.options, cls) else cls.build(self.settings, {})

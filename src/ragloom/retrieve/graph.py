@@ -141,28 +141,47 @@ class GraphOptions(HybridOptions):
 def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
     """Hybrid seeds expanded over the context graph, ranked for relevance and lens diversity."""
     settings = req.options_as(GraphOptions)
+    # Current queries take vectors from memory; as-of ones read them with the rows.
+    fetch_vectors = req.as_of is not None or settings.with_vectors
+    seeds = hybrid(req.narrowed(k=settings.initial_limit,
+                                options=HybridOptions(with_vectors=fetch_vectors, fusion_weights=settings.fusion_weights)))
+    return expand_seeds(req, seeds, settings)
+
+
+def expand_seeds(req: SearchRequest, seeds: Sequence[ScoredChunk], settings: GraphOptions) -> list[ScoredChunk]:
+    """``seeds`` (retrieved by any mode, best first) and their graph neighbours within
+    ``settings.hops``, ranked by maximal marginal relevance; expanded results name their seed
+    and edge in ``via``."""
     if req.graph is None:
-        raise InvalidParameterError("graph mode needs the request's graph loader (SearchRequest.graph)")
+        raise InvalidParameterError("graph expansion needs the request's graph loader (SearchRequest.graph)")
+    if not seeds:
+        return []
     query = unit(req.vector)
     with req.timed("load graph"):
         graph = req.graph()
-        # Current queries take vectors from memory; as-of ones read them with the rows.
         index = chunk_vectors(req.store, req.tenant) if req.as_of is None else None
-    fetch_vectors = index is None or settings.with_vectors
-    seeds = hybrid(req.narrowed(k=settings.initial_limit,
-                                options=HybridOptions(with_vectors=fetch_vectors, fusion_weights=settings.fusion_weights)))
-    if not seeds:
-        return []
-    top_rrf = max(s.score for s in seeds)
+    missing = [s.chunk_id for s in seeds if s.vector is None and (index is None or s.chunk_id not in index[0])]
+    read = {r["chunk_id"]: unit(r["vector"]) for r in req.store.chunks(
+        req.tenant, chunk_ids=missing, as_of=req.as_of, columns=["chunk_id", "vector"])} if missing else {}
+    top_rrf = max(s.score for s in seeds) or 1.0
     vectors: dict[str, np.ndarray] = {}
     results: dict[str, ScoredChunk] = {}
     for s in seeds:
-        vectors[s.chunk_id] = index[1][index[0][s.chunk_id]] if index is not None else unit(s.vector)
+        if s.chunk_id in results:
+            continue
+        if index is not None and s.chunk_id in index[0]:
+            vectors[s.chunk_id] = index[1][index[0][s.chunk_id]]
+        elif s.vector is not None:
+            vectors[s.chunk_id] = unit(s.vector)
+        elif s.chunk_id in read:
+            vectors[s.chunk_id] = read[s.chunk_id]
+        else:
+            continue  # written away since it was retrieved
         relevance = 0.5 * float(query @ vectors[s.chunk_id]) + 0.5 * s.score / top_rrf
         results[s.chunk_id] = replace(s, score=relevance, retriever="graph", scores={**s.scores, "relevance": relevance})
     lenses = set(req.lenses) if req.lenses else None
     expanded: dict[str, _Expanded] = {}
-    frontier = [s.chunk_id for s in seeds]
+    frontier = list(results)
     for hop in range(1, settings.hops + 1):
         reached: dict[str, dict[str, Any]] = {}
         with req.timed("expand"):
@@ -184,9 +203,9 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
                 found = [(cid, lens_of[positions[cid]], matrix[positions[cid]], None) for cid in reached
                          if cid in positions and (lenses is None or lens_of[positions[cid]] in lenses)]
             else:
-                read = req.store.chunks(req.tenant, chunk_ids=list(reached), lenses=req.lenses, as_of=req.as_of,
-                                        columns=[*RESULT_COLUMNS, "vector"])
-                found = [(r["chunk_id"], r["lens"], unit(r["vector"]), r) for r in read]
+                rows_read = req.store.chunks(req.tenant, chunk_ids=list(reached), lenses=req.lenses, as_of=req.as_of,
+                                             columns=[*RESULT_COLUMNS, "vector"])
+                found = [(r["chunk_id"], r["lens"], unit(r["vector"]), r) for r in rows_read]
             for cid, lens, vector, row in found:
                 info = reached[cid]
                 cosine = float(query @ vector)

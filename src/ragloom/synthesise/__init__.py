@@ -9,6 +9,7 @@ True
 No language model SDK is imported until a provider is built (``pip install 'ragloom[llm]'``).
 """
 
+from ragloom.config import LLMSettings
 from ragloom.synthesise.citations import (
     Citations,
     check_citations,
@@ -32,7 +33,6 @@ from ragloom.synthesise.report import (
     open_questions,
     report_contradictions,
 )
-from ragloom.synthesise.settings import LLMSettings
 from ragloom.synthesise.sources import (
     Quote,
     Source,

@@ -20,8 +20,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from ragloom.config import PROVIDER_DEFAULTS, LLMSettings
 from ragloom.errors import ConfigError, InvalidParameterError, LLMError, MissingExtraError
-from ragloom.synthesise.settings import PROVIDER_DEFAULTS, LLMSettings
 
 ANTHROPIC_URL = "https://api.anthropic.com"
 OPENAI_URL = "https://api.openai.com/v1"

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ragloom.config import LLMSettings
 from ragloom.errors import InvalidParameterError, LLMError
+from ragloom.plugins import Registry
 from ragloom.synthesise.citations import Citations, check_citations, located_quotes
 from ragloom.synthesise.extract import Candidate, candidates, centrality, select, terms
 from ragloom.synthesise.llm import LLM, llm_from_settings
 from ragloom.synthesise.prompts import Prompts, render
-from ragloom.synthesise.settings import LLMSettings
 from ragloom.synthesise.sources import Quote, Source, check_numbering, format_sources
 
 OnText = Callable[[str], None]
@@ -273,13 +274,35 @@ class ExtractiveWriter:
                        self.name, "", True, lenses_heard=_heard(order, {q.lens for q in quotes}))
 
 
-def writer_from_settings(
-    settings: LLMSettings, *, workspace: Path | None = None, model: str | None = None, strongest: bool = False,
-    environ: Mapping[str, str] = os.environ,
-) -> LLMWriter | ExtractiveWriter:
-    """The writer ``[llm]`` describes: a model's, or the extractive writer for ``provider = "none"``.
-    Prompts come from ``<workspace>/prompts/`` where the user put their own."""
+class WriterFactory(Protocol):
+    """Builds a writer from the ``[llm]`` settings (what a ``ragloom.writers`` entry point names)."""
+
+    def __call__(self, settings: LLMSettings, *, workspace: Path | None, model: str | None, strongest: bool,
+                 environ: Mapping[str, str]) -> Writer: ...
+
+
+def _model_writer(settings: LLMSettings, *, workspace: Path | None, model: str | None, strongest: bool,
+                  environ: Mapping[str, str]) -> Writer:
     llm = llm_from_settings(settings, model=model, strongest=strongest, environ=environ)
     if llm is None:
         return ExtractiveWriter()
     return LLMWriter(llm, Prompts.load(workspace), max_tokens=settings.max_tokens)
+
+
+def _builtin_writers() -> dict[str, WriterFactory]:
+    return {"none": _model_writer, "anthropic": _model_writer, "openai": _model_writer}
+
+
+#: Writers by ``llm.provider``: the built-ins, then the ``ragloom.writers`` entry points.
+WRITERS: Registry[WriterFactory] = Registry("writer", "ragloom.writers", _builtin_writers)
+
+
+def writer_from_settings(
+    settings: LLMSettings, *, workspace: Path | None = None, model: str | None = None, strongest: bool = False,
+    environ: Mapping[str, str] = os.environ,
+) -> Writer:
+    """The writer ``[llm]`` describes: a model's, the extractive writer for ``provider = "none"``,
+    or an installed writer plugin's. Prompts come from ``<workspace>/prompts/`` where the user
+    put their own."""
+    factory = WRITERS.get(settings.provider)
+    return factory(settings, workspace=workspace, model=model, strongest=strongest, environ=environ)

@@ -1,0 +1,96 @@
+"""The ingest pipeline: ordered stages, inserted stages, and failures that stay with their file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragloom.embed import HashingEmbedder
+from ragloom.engine import Engine
+from ragloom.errors import EmbeddingError, InvalidParameterError
+from ragloom.ingest import IngestRun, Work, default_stages
+
+from ..conftest import fast_settings
+
+
+def write(folder: Path, files: dict[str, str]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_the_default_stages_are_an_explicit_ordered_list(engine: Engine) -> None:
+    names = [s.name for s in engine.pipeline.stages]
+    assert names == ["load", "parse", "chunk", "enrich", "version", "embed", "quality", "store", "graph"]
+    assert [s.scope for s in default_stages()] == ["document"] * 5 + ["batch"] * 3 + ["run"]
+
+
+def test_stages_are_inserted_by_name_and_checked(engine: Engine, tmp_path: Path) -> None:
+    calls: list[tuple[str, int]] = []
+
+    class Count:
+        def __init__(self, name: str, scope: str) -> None:
+            self.name, self.scope = name, scope
+
+        def __call__(self, items: list[Work], run: IngestRun) -> list[Work]:
+            calls.append((self.name, len(items)))
+            return items
+
+    engine.pipeline.insert(Count("after parse", "document"), after="parse")
+    engine.pipeline.insert(Count("before store", "batch"), before="store")
+    engine.pipeline.insert(Count("at the end", "run"))
+    with pytest.raises(InvalidParameterError, match="no ingest stage named 'nope'; the stages are: load, parse"):
+        engine.pipeline.insert(Count("x", "document"), after="nope")
+    with pytest.raises(InvalidParameterError, match="scope 'sometimes'"):
+        engine.pipeline.insert(Count("x", "sometimes"))
+    report = engine.ingest(write(tmp_path / "d", {"a.md": "# A\nalpha.", "b.md": "# B\nbeta."}), lens="x")
+    assert report.added == 2
+    assert calls == [("after parse", 1), ("after parse", 1), ("before store", 2), ("at the end", 2)]
+    assert {"load", "parse", "chunk", "embed", "store"} <= set(report.timings)
+
+
+class PickyEmbedder(HashingEmbedder):
+    """Cannot embed texts that contain a marker (as a model meets input it fails on)."""
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        if any("POISON" in t for t in texts):
+            raise EmbeddingError("the model failed on this input")
+        return super().embed(texts)
+
+
+def test_one_file_that_cannot_be_embedded_fails_alone(tmp_path: Path) -> None:
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=PickyEmbedder())
+    folder = write(tmp_path / "d", {"a.md": "# A\nalpha text.", "b.md": "# B\nPOISON in here.", "c.md": "# C\ngamma."})
+    report = engine.ingest(folder, lens="x")
+    assert report.added == 2
+    assert [Path(path).name for path, _ in report.failed] == ["b.md"]
+    assert "the model failed on this input" in report.failed[0][1] and "b.md" in report.failed[0][1]
+    assert {Path(d["source_path"]).name for d in engine.store.documents("default")} == {"a.md", "c.md"}
+
+
+def test_chunk_document_is_the_parse_chunk_and_enrich_stages(engine: Engine, materials: Path) -> None:
+    path = materials / "engineering" / "tech-debt-register.md"
+    document = engine.load(path, lens="engineering")
+    chunks = engine.chunk_document(document)
+    assert chunks and all(document.text[c.start : c.end] == c.text for c in chunks)
+    assert all(c.prefix and c.chunk_id and c.content_hash for c in chunks)
+    boundary = engine.chunk_document(document, strategy="boundary")
+    assert {c.strategy for c in boundary} == {"boundary"} and {c.strategy for c in chunks} == {"token"}
+
+
+def test_an_interrupted_graph_is_rebuilt_by_the_next_ingest(engine: Engine, tmp_path: Path) -> None:
+    folder = write(tmp_path / "d", {f"{i}.md": f"# Doc {i}\nThe catalog integration ships in Q{i % 4 + 1} 2025."
+                                    for i in range(6)})
+    engine.ingest(folder, lens="x")
+    edges = sorted((e["src"], e["dst"], e["type"]) for e in engine.store.edges("default"))
+    assert edges
+    store = engine.store
+    with store._change(graph_stale=True):  # as a crash between a data commit and its graph update leaves it
+        store._writable("edges").delete("TRUE")
+    assert engine.store.edges("default") == []
+    report = engine.ingest(folder, lens="x")
+    assert report.unchanged == 6
+    assert sorted((e["src"], e["dst"], e["type"]) for e in engine.store.edges("default")) == edges
+    assert not engine.store.commit_info()["graph_stale"]
