@@ -248,6 +248,142 @@ def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult
         console.print(f"     {escape(snippet[:240])}{'…' if len(snippet) > 240 else ''}")
 
 
+ModelOpt = Annotated[str | None, typer.Option("--model", help="The model to write with (over llm.model).")]
+OpusOpt = Annotated[bool, typer.Option("--opus", help="Write with the strongest configured model (llm.strongest_model).")]
+StreamOpt = Annotated[bool, typer.Option("--stream", help="Print the text as it is written.")]
+
+
+def _stream(enabled: bool) -> Any:  # noqa: ANN401 - a text callback or None
+    if not enabled:
+        return None
+
+    def write(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    return write
+
+
+def _print_sources(sources: Any, cited: set[int]) -> None:  # noqa: ANN401 - Source values
+    """The cited sources, and how many others the writer read."""
+    for s in sources:
+        if s.number in cited:
+            console.print(f"  [bold cyan][{s.number}][/] [magenta]{escape(s.lens)}[/] "
+                          f"{escape(_display_path(s.source_path))}"
+                          f"{' › ' + escape(s.section_path) if s.section_path else ''} [dim][{s.start}:{s.end}][/]")
+    others = sum(1 for s in sources if s.number not in cited)
+    if others:
+        console.print(f"  [dim]and {others} more in the context, not cited (--json lists them all)[/]")
+
+
+@app.command()
+def ask(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    k: Annotated[int | None, typer.Option("-k", help="Candidates retrieved before the context is optimised.")] = None,
+    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
+    mode: Annotated[str | None, typer.Option(
+        "--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or dynamic.")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Tokens of context the writer reads.")] = None,
+    model: ModelOpt = None,
+    opus: OpusOpt = False,
+    stream: StreamOpt = False,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Answer a question from the workspace, citing its sources as [n]; every citation is checked."""
+    with _errors():
+        engine = _engine(workspace, config)
+        writer = engine.writing.writer(model=model, strongest=opus)
+        result = engine.ask(question, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
+                            writer=writer, on_text=_stream(stream and not as_json))
+    if as_json:
+        _print_json(result.to_dict())
+        return
+    answer = result.answer
+    if stream:
+        sys.stdout.write("\n")
+    else:
+        console.print(escape(answer.text), highlight=False)
+    _print_warnings(result.query.warnings)
+    console.print()
+    console.print(f"[bold]Sources[/] [dim]({result.query.mode}; {writer.name}"
+                  f"{' ' + writer.model if writer.model else ''}; {result.seconds:.2f}s)[/]")
+    _print_sources(answer.sources, set(answer.citations.valid))
+    colour = "green" if answer.citations.ok else "red"
+    console.print(f"[{colour}]citations: {escape(answer.citations.summary())}[/]")
+    for sentence in answer.citations.uncited_sentences:
+        console.print(f"  [red]uncited:[/] {escape(sentence)}")
+    if not answer.citations.ok:
+        raise typer.Exit(1)
+
+
+@app.command()
+def generate(
+    context: Annotated[str, typer.Option("--context", help="What the report should keep in mind (a focus, a goal).")] = "",
+    queries: Annotated[Path | None, typer.Option("--queries", help="A file of queries, one per line "
+                                                 "(default: seed 000's six).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the report here (.md, and .json beside it).")] = None,
+    title: Annotated[str | None, typer.Option("--title")] = None,
+    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
+    as_of: Annotated[str | None, typer.Option("--as-of", help="Report on the state at this time (ISO 8601).")] = None,
+    budget: Annotated[int | None, typer.Option("--budget", help="Tokens of context per section.")] = None,
+    model: ModelOpt = None,
+    opus: OpusOpt = False,
+    stream: StreamOpt = False,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Write the multi-lens synthesis report (a master roadmap) with contradictions called out."""
+    from ragloom.writing import read_queries
+
+    with _errors():
+        engine = _engine(workspace, config)
+        asked = read_queries(queries) if queries is not None else None
+        writer = engine.writing.writer(model=model, strongest=opus)
+        _print_warnings(engine.warnings)
+        report = _generate(engine, writer, context=context, queries=asked, out=out, title=title, lenses=lens,
+                           as_of=as_of, budget=budget, tenant=tenant, stream=stream and not as_json,
+                           show=not as_json)
+    if as_json:
+        _print_json(report.to_dict())
+    if not report.citations.ok:
+        raise typer.Exit(1)
+
+
+def _generate(engine: Engine, writer: Any, *, show: bool, stream: bool, **kwargs: Any) -> Any:  # noqa: ANN401
+    """Run ``generate`` with a progress bar, then print where the report went and what it holds."""
+    with _progress(show and not stream) as bar:
+        def progress(what: str, done: int, total: int) -> None:
+            if bar is None:
+                if stream and what.startswith("writing: "):
+                    sys.stdout.write(f"\n\n## {what[len('writing: '):]}\n\n")
+                return
+            label = "Retrieving" if what.startswith("retrieving") else "Writing"
+            if done == 0:
+                bar.stage(label, total)
+            else:
+                bar.advance(label)
+
+        report = engine.generate(writer=writer, progress=progress, on_text=_stream(stream), **kwargs)
+    if show:
+        saved = sorted((engine.workspace.path / "reports").glob("*.md"))[-1]
+        heard = sorted({lens for s in report.sections for lens in s.lenses_heard})
+        console.print(f"[bold]{escape(report.title)}[/]: {len(report.sections)} sections, "
+                      f"{len(report.citations.valid)} of {len(report.sources)} sources cited, lenses heard: "
+                      f"{escape(', '.join(heard) or 'none')}; {len(report.contradictions)} contradictions, "
+                      f"{len(report.open_questions)} open questions "
+                      f"[dim]({'extractive' if report.extractive else writer.name}, {report.stats.get('seconds', 0):.1f}s)[/]")
+        colour = "green" if report.citations.ok else "red"
+        console.print(f"  [{colour}]citations: {escape(report.citations.summary())}[/]")
+        console.print(f"  wrote {escape(_display_path(str(saved)))} and its .json")
+    return report
+
+
 @app.command()
 def stats(as_json: JsonOpt = False, tenant: TenantOpt = None, workspace: WorkspaceOpt = None,
           config: ConfigOpt = None) -> None:
@@ -560,6 +696,9 @@ def demo(
         for question in DEMO_QUERIES:
             console.print()
             _print_results(engine.query(question, k=k))
+        console.print()
+        console.print("[bold]The synthesis report[/] (ragloom generate):")
+        _generate(engine, engine.writing.writer(), show=True, stream=False)
     if failed:
         raise typer.Exit(1)
 

@@ -6,13 +6,14 @@ delegates each job to the service that does it:
 - :class:`~ragloom.ingest.IngestPipeline`: ingest, add_documents, reindex (the stages);
 - :class:`~ragloom.query.QueryService`: query and optimise (modes, typed options, post-stages);
 - :class:`~ragloom.graph.maintain.GraphMaintainer`: build, update and load the context graph;
-- :class:`~ragloom.insights.Insights`: contradictions, back-references, entities, quality.
+- :class:`~ragloom.insights.Insights`: contradictions, back-references, entities, quality;
+- :class:`~ragloom.writing.Writing`: cited answers (ask) and the synthesis report (generate).
 """
 
 from __future__ import annotations
 
 import warnings as _warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,10 @@ from ragloom.insights import Insights
 from ragloom.load import document_id
 from ragloom.query import QueryResult, QueryService, parse_time
 from ragloom.store.lance import LanceStore
+from ragloom.synthesise import Report, Writer
 from ragloom.types import Chunk, Document, ScoredChunk, Section
 from ragloom.workspace import Workspace
+from ragloom.writing import DEFAULT_TITLE, AskResult, Writing
 
 __all__ = ["Engine", "IngestReport", "Progress", "QueryResult", "parse_time"]
 
@@ -62,6 +65,7 @@ class Engine:
         self.queries = QueryService(self.components)
         self.graphs = GraphMaintainer(self.components)
         self.insights = Insights(self.components, self.queries)
+        self.writing = Writing(self.components, self.queries, self.insights)
 
     # -- components ----------------------------------------------------------------------------
 
@@ -218,6 +222,30 @@ class Engine:
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""
         return self.insights.quality(tenant=tenant, lens=lens, worst=worst)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def ask(self, question: str, *, mode: str | None = None, lenses: Sequence[str] | None = None,
+            tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
+            k: int | None = None, writer: Writer | None = None, on_text: Callable[[str], None] | None = None,
+            **options: Any) -> AskResult:  # noqa: ANN401
+        """A written answer citing its sources as [n], every citation checked; the offline
+        extractive writer unless ``[llm]`` names a model. ``on_text`` receives it as it is written."""
+        return self.writing.ask(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of, budget=budget, k=k,
+                                writer=writer, on_text=on_text, **options)
+
+    def generate(self, *, context: str = "", queries: Sequence[str] | None = None, title: str | None = None,
+                 tenant: str | None = None, lenses: Sequence[str] | None = None, as_of: datetime | str | None = None,
+                 budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
+                 progress: Callable[[str, int, int], None] | None = None,
+                 on_text: Callable[[str], None] | None = None) -> Report:
+        """The multi-lens synthesis report (seed 000's six queries unless given), saved as Markdown
+        and JSON under the workspace's ``reports/`` and at ``out``; see :mod:`ragloom.writing`."""
+        return self.writing.generate(context=context, queries=queries, title=title or DEFAULT_TITLE, tenant=tenant,
+                                     lenses=lenses, as_of=as_of, budget=budget, writer=writer, out=out,
+                                     progress=progress, on_text=on_text)
+
+    # -- administration --------------------------------------------------------------------------
 
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
         tenant = self.components.tenant(tenant)

@@ -61,3 +61,11 @@ def test_pairwise_cosine_and_boundaries() -> None:
     assert coherence["starts_and_ends"] == 0.5
     assert coherence["complete_sentences"] == 1.0  # 0..30 together holds all three whole
     assert boundary_coherence([(5, 15)], sentences)["complete_sentences"] == 0.0
+
+
+def test_ab_verdict_treats_float_noise_as_a_tie() -> None:
+    from ragloom.evaluate.ab import Means, _worse
+
+    same = {"naked": Means(recall=32.5, precision=24.0), "contextual": Means(recall=32.5, precision=24.000000000000004)}
+    assert not _worse(same) and not _worse({"naked": same["contextual"], "contextual": same["naked"]})
+    assert _worse({"naked": Means(recall=33.0, precision=24.0), "contextual": Means(recall=32.5, precision=24.0)})

@@ -176,3 +176,13 @@ def test_any_word_span_of_a_real_source_is_located_exactly(data: st.DataObject) 
     assert source.start <= quote.start < quote.end <= source.end
     # the quote, written in the answer, passes the check
     assert check_citations(f"It says “{written}” [{source.number}].", [source]).bad_quotes == []
+
+
+def test_a_line_in_italics_holds_no_claims_however_many_sentences() -> None:
+    from ragloom.synthesise.citations import claim_sentences
+
+    text = ("*Q4 2025 vs Q3 2025. Team discussions may reveal concerns not in formal docs.*\n"
+            "The catalog ships in Q3 2025 for every customer [1].\n"
+            "This sentence states a fact with no citation at all.")
+    assert [body for body, _ in claim_sentences(text)] == [
+        "The catalog ships in Q3 2025 for every customer [1].", "This sentence states a fact with no citation at all."]

@@ -26,7 +26,7 @@ STOP_WORDS = frozenset(
     some such than that the their theirs them themselves then there these they this those through to
     too under until up upon us very via was we were what when where whether which while who whom
     whose why will with within without would yet you your yours yourself yourselves tell show give
-    get find list describe explain summarise summarize
+    get find list describe explain summarise summarize many much
     """.split()
 )
 

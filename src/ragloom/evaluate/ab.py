@@ -114,9 +114,17 @@ def _recall(by_variant: dict[str, Means], variant: str) -> float | None:
     return m.recall if m else None
 
 
+#: Differences in points smaller than this are float noise, not a result.
+TIE = 1e-6
+
+
 def _worse(by_variant: dict[str, Means]) -> bool:
-    """Contextual below naked in recall or precision (False where the category has no queries)."""
+    """Contextual below naked in recall or precision (False where the category has no queries).
+
+    Means of the same numbers summed in another order differ in the last bits (24.000000000000004
+    against 24.0); below ``TIE`` points they are equal.
+    """
     naked, contextual = by_variant["naked"], by_variant["contextual"]
     if naked.recall is None or naked.precision is None or contextual.recall is None or contextual.precision is None:
         return False
-    return contextual.recall < naked.recall or contextual.precision < naked.precision
+    return contextual.recall < naked.recall - TIE or contextual.precision < naked.precision - TIE

@@ -13,6 +13,7 @@ from ragloom.graph.maintain import GraphMaintainer
 from ragloom.query.poststages import PostStage, default_post_stages, optimise
 from ragloom.query.result import QueryResult, parse_time
 from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode
+from ragloom.retrieve.graph import GraphOptions, expand_seeds
 from ragloom.types import ScoredChunk
 
 if TYPE_CHECKING:
@@ -63,14 +64,16 @@ class QueryService:
             budget=budget, organize=organize, optimize=optimize,
         )
 
+    def _search(self, request: QueryRequest) -> SearchRequest:
+        graph = GraphMaintainer(self.c)
+        return SearchRequest(text=request.text, store=self.c.store, embedder=self.c.embedder, tenant=request.tenant,
+                             settings=self.c.settings, options=request.options, k=request.k,
+                             lenses=list(request.lenses) if request.lenses else None, as_of=request.as_of,
+                             graph=lambda: graph.view(request.tenant))
+
     def run(self, request: QueryRequest) -> QueryResult:
         started = time.perf_counter()
-        store = self.c.store
-        graph = GraphMaintainer(self.c)
-        search = SearchRequest(text=request.text, store=store, embedder=self.c.embedder, tenant=request.tenant,
-                               settings=self.c.settings, options=request.options, k=request.k,
-                               lenses=list(request.lenses) if request.lenses else None, as_of=request.as_of,
-                               graph=lambda: graph.view(request.tenant))
+        search = self._search(request)
         results = get_mode(request.mode)(search) if request.text.strip() else []
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
                              self.c.warnings(), timings=search.timings)
@@ -80,6 +83,12 @@ class QueryService:
             result.timings[stage.name] = result.timings.get(stage.name, 0.0) + time.perf_counter() - started_stage
         result.seconds = time.perf_counter() - started
         return result
+
+    def expand(self, request: QueryRequest, seeds: Sequence[ScoredChunk]) -> list[ScoredChunk]:
+        """``seeds`` (found by any mode for ``request``) and their context-graph neighbours,
+        ranked for relevance and lens diversity (the ``[graph]`` settings)."""
+        search = self._search(request)
+        return expand_seeds(search, seeds, GraphOptions.build(self.c.settings, {}, mode="graph"))
 
     def optimize(self, results: Sequence[ScoredChunk], query: str, *, budget: int | None = None,
                  organize: str | None = None, tenant: str | None = None) -> OptimizedContext:

@@ -73,6 +73,11 @@ def parse_numbers(inner: str) -> list[int]:
     return out
 
 
+#: A whole line in single-asterisk or underscore italics (list markers and quote marks allowed).
+_NOTE_LINE = re.compile(r"^[ \t>]*(?:[-*+] |\d+\. )?(?:\*(?!\*)[^\n]*[^*\s]\*|_(?!_)[^\n]*[^_\s]_)[ \t]*$",
+                        re.MULTILINE)
+
+
 def _mask_code(text: str) -> str:
     """``text`` with code replaced by spaces: offsets stay, citations inside code vanish."""
     return _CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
@@ -187,7 +192,9 @@ def claim_sentences(text: str) -> list[tuple[str, list[int]]]:
     A citation right after a sentence's closing punctuation (``… in June. [2] Next …``)
     belongs to that sentence, although the splitter puts it at the head of the next one.
     """
-    masked = _mask_code(text)
+    # A line in italics is a note of the code's (a label, a contradiction's difference), not
+    # a claim, however many sentences it holds.
+    masked = _NOTE_LINE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), _mask_code(text))
     cites = find_citations(text)
     pieces: list[tuple[str, list[int]]] = []
     for start, end in sentence_spans(masked):

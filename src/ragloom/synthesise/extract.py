@@ -4,9 +4,11 @@ Every sentence of every source is a candidate (split with exact offsets, so a qu
 ``document.text[start:end]``). Picks are greedy: each one maximises
 
     new query terms covered + 0.3 × query terms it names
+    + 0.6 × its meaning's closeness to the question (when sentence vectors are at hand)
     + a bonus for a lens not yet quoted + a small prior from the source's rank
     + a small bonus for sentences about what the sources share (centrality) and for figures
-    − redundancy with the statements already picked (word overlap) − a little for a question,
+    − redundancy with the statements already picked (word overlap) − a little for a question
+    and for a document's bookkeeping line ("Author: …", "Status: …"),
 
 so that a handful of sentences together cover the question, from several lenses, without
 repeating one another; a sentence that adds no new query term must name nearly as many of
@@ -35,6 +37,14 @@ CENTRALITY_WEIGHT = 0.2
 FIGURE_BONUS = 0.05
 REDUNDANCY_WEIGHT = 0.8
 QUESTION_PENALTY = 0.2
+SEMANTIC_WEIGHT = 0.6
+LABEL_PENALTY = 0.4
+#: With sentence vectors, a candidate naming none of the question's words is still quoted
+#: when it is at least this close in meaning (relative to the closest candidate).
+SEMANTIC_ENOUGH = 0.85
+#: A document's bookkeeping, not a statement about its subject.
+_LABEL = re.compile(r"(?i)(?:authors?|reviewers?|attendees|owners?|status|last updated|updated|prepared by|"
+                    r"approved by|version|date|distribution|contributors?)\s*:")
 #: A candidate this similar (Jaccard of its terms) to a picked one says the same thing again.
 DUPLICATE_SIMILARITY = 0.8
 #: After the first pick, a candidate that covers no new query term must name at least this
@@ -78,6 +88,7 @@ class Candidate:
     terms: frozenset[str]
     figure: bool  # names a number or a date
     question: bool  # asks rather than states
+    label: str = ""  # the field of a bookkeeping line ("author" for "Author: ..."), stemmed
 
     @property
     def text(self) -> str:
@@ -110,8 +121,13 @@ def candidates(sources: Sequence[Source], *, min_words: int = 5, max_words: int 
             if not min_words <= count <= max_words:
                 continue
             out.append(Candidate(source, rank, start, end, terms(text), bool(_FIGURE.search(text)),
-                             text.rstrip("*_)\"'”’ ").endswith("?")))
+                             text.rstrip("*_)\"'”’ ").endswith("?"), _label(text)))
     return out
+
+
+def _label(text: str) -> str:
+    found = _LABEL.match(text.lstrip("*_ "))
+    return " ".join(stem(w) for w in found.group(0).rstrip(" :").split()) if found else ""
 
 
 def centrality(pool: Sequence[Candidate]) -> dict[tuple[int, int], float]:
@@ -135,15 +151,21 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def select(pool: Sequence[Candidate], question_terms: Iterable[str], *, limit: int, sources: int,
            require_overlap: bool = True, lens_bonus: bool = True,
-           central: Mapping[tuple[int, int], float] | None = None) -> list[Candidate]:
+           central: Mapping[tuple[int, int], float] | None = None,
+           closeness: Mapping[tuple[int, int], float] | None = None) -> list[Candidate]:
     """Up to ``limit`` candidates, greedily (see the module's docstring), best first.
 
     ``sources`` is the number of sources the ranks run over (for the rank prior). With
-    ``require_overlap`` a candidate must name at least one of the question's terms. ``central``
-    is :func:`centrality` over a wider pool than ``pool`` (default: over ``pool``).
+    ``require_overlap`` a candidate must name at least one of the question's terms (or be
+    close enough in meaning, when ``closeness`` is given). ``central`` is :func:`centrality`
+    over a wider pool than ``pool`` (default: over ``pool``). ``closeness`` maps a candidate
+    (by source rank and start) to its cosine similarity with the question.
     """
     wanted = frozenset(question_terms)
     central = centrality(pool) if central is None else central
+    top = max((closeness.get((c.rank, c.start), 0.0) for c in pool), default=0.0) if closeness else 0.0
+    near = {(c.rank, c.start): max(closeness.get((c.rank, c.start), 0.0), 0.0) / top for c in pool} \
+        if closeness and top > 0 else {}
     picked: list[int] = []
     covered: set[str] = set()
     lenses: set[str] = set()
@@ -156,8 +178,11 @@ def select(pool: Sequence[Candidate], question_terms: Iterable[str], *, limit: i
             if i in picked:
                 continue
             hits = c.terms & wanted
-            if require_overlap and wanted and not hits:
+            meaning = near.get((c.rank, c.start), 0.0)
+            if require_overlap and wanted and not hits and meaning < SEMANTIC_ENOUGH:
                 continue
+            if c.label and not set(c.label.split()) <= wanted:
+                continue  # "Author: …" answers nothing, unless authors were asked about
             if picked and wanted and not hits - covered and len(hits) < MIN_RELATIVE_SHARE * first_share:
                 continue
             span = (c.source.document_id, c.source.start + c.start, c.source.start + c.end)
@@ -172,6 +197,7 @@ def select(pool: Sequence[Candidate], question_terms: Iterable[str], *, limit: i
                 score += LENS_BONUS
             score += RANK_PRIOR * (1 - c.rank / max(sources, 1))
             score += CENTRALITY_WEIGHT * central.get((c.rank, c.start), 0.0) + (FIGURE_BONUS if c.figure else 0.0)
+            score += SEMANTIC_WEIGHT * meaning - (LABEL_PENALTY if c.label else 0.0)
             score -= REDUNDANCY_WEIGHT * redundancy + (QUESTION_PENALTY if c.question else 0.0)
             # Ties go to the better-ranked source, then to the earlier sentence: a stable order.
             if score > best_score + 1e-12:

@@ -396,6 +396,7 @@ def build_report(
     on_progress: Callable[[int, int, str], None] | None = None,
     on_text: OnText | None = None,
     now: datetime | None = None,
+    writer_context: str | None = None,
 ) -> Report:
     """Write one section per query with ``writer`` and assemble the report.
 
@@ -406,6 +407,8 @@ def build_report(
     ``lenses`` is the expected lens list in authority order. ``on_progress(done, total,
     query)`` is called before each section, and ``on_text`` receives the text as it is
     written. A section is thin below ``min_sources`` sources or ``min_statements`` statements.
+    ``writer_context``, when given, is what the writer is told instead of ``context`` (the
+    user's context plus warnings the code found, such as contradictions).
     """
     if min_sources < 0 or min_statements < 0:
         raise InvalidParameterError(f"min_sources ({min_sources}) and min_statements ({min_statements}) "
@@ -425,7 +428,8 @@ def build_report(
     for i, item in enumerate(inputs):
         if on_progress is not None:
             on_progress(i, len(inputs), item.query)
-        section = writer.section(item.query, item.sources, lenses=lenses, on_text=on_text, context=context, title=title)
+        told = context if writer_context is None else writer_context
+        section = writer.section(item.query, item.sources, lenses=lenses, on_text=on_text, context=told, title=title)
         reason = _thin_reason(section, min_sources, min_statements)
         written.append(replace(section, thin=bool(reason), thin_reason=reason))
     if on_progress is not None:

@@ -11,6 +11,7 @@ given (:func:`~ragloom.synthesise.citations.check_citations`).
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from ragloom.synthesise.prompts import Prompts, render
 from ragloom.synthesise.sources import Quote, Source, check_numbering, format_sources
 
 OnText = Callable[[str], None]
+#: ``(question, [(document id, start, end), ...]) -> [cosine or None, ...]`` for sentence spans.
+Closeness = Callable[[str, Sequence[tuple[str, int, int]]], Sequence[float | None]]
 
 #: The first line of an extractive answer: a reader must know no model wrote it.
 ANSWER_LABEL = ("*Extractive answer (no language model configured): the statements below are quoted verbatim "
@@ -203,7 +206,8 @@ class ExtractiveWriter:
     extractive = True
 
     def __init__(self, *, max_statements: int = 5, per_lens: int = 3,
-                 style: Literal["bullets", "paragraph"] = "bullets", min_words: int = 5, max_words: int = 80) -> None:
+                 style: Literal["bullets", "paragraph"] = "bullets", min_words: int = 5, max_words: int = 80,
+                 closeness: Closeness | None = None) -> None:
         if max_statements < 1:
             raise InvalidParameterError(f"max_statements ({max_statements}) must be at least 1")
         if per_lens < 1:
@@ -218,9 +222,24 @@ class ExtractiveWriter:
         self.style = style
         self.min_words = min_words
         self.max_words = max_words
+        #: ``closeness(question, spans) -> cosines``: sentence vectors, when the caller has them.
+        self.closeness = closeness
 
     def _candidates(self, sources: Sequence[Source]) -> list[Candidate]:
         return candidates(sources, min_words=self.min_words, max_words=self.max_words)
+
+    def with_closeness(self, closeness: Closeness) -> ExtractiveWriter:
+        """A copy of this writer that also weighs how close each sentence is to the question."""
+        other = copy.copy(self)
+        other.closeness = closeness
+        return other
+
+    def _closeness(self, question: str, pool: Sequence[Candidate]) -> dict[tuple[int, int], float] | None:
+        if self.closeness is None or not pool:
+            return None
+        spans = [(c.source.document_id, c.source.start + c.start, c.source.start + c.end) for c in pool]
+        found = self.closeness(question, spans)
+        return {(c.rank, c.start): v for c, v in zip(pool, found, strict=True) if v is not None}
 
     def _body(self, quotes: Sequence[Quote]) -> str:
         lines = [statement_line(q) for q in quotes]
@@ -230,13 +249,14 @@ class ExtractiveWriter:
         check_numbering(sources)
         pool = self._candidates(sources)
         wanted = terms(question)
-        picks = select(pool, wanted, limit=self.max_statements, sources=len(sources))
+        close = self._closeness(question, pool)
+        picks = select(pool, wanted, limit=self.max_statements, sources=len(sources), closeness=close)
         parts = [ANSWER_LABEL, ""]
         if not picks and pool:
             # Retrieval found these sources for a reason (synonyms, embeddings): show the closest
             # statements, but say that none names what was asked.
             picks = select(pool, wanted, limit=min(2, self.max_statements), sources=len(sources),
-                           require_overlap=False)
+                           require_overlap=False, closeness=close)
             parts.append("The sources do not use the question's own words; the closest statements are:")
         quotes = tuple(c.quote() for c in picks)
         parts.append(self._body(quotes) if quotes else (NO_SOURCES if not sources else NO_ANSWER))
@@ -255,14 +275,16 @@ class ExtractiveWriter:
         pool = self._candidates(sources)
         wanted = terms(query)
         central = centrality(pool)
+        close = self._closeness(query, pool)
         blocks: list[str] = []
         quotes: list[Quote] = []
         for lens in order:
             mine = [c for c in pool if c.source.lens == lens]
-            picks = select(mine, wanted, limit=self.per_lens, sources=len(sources), lens_bonus=False, central=central)
+            picks = select(mine, wanted, limit=self.per_lens, sources=len(sources), lens_bonus=False, central=central,
+                           closeness=close)
             if not picks:
                 picks = select(mine, wanted, limit=1, sources=len(sources), lens_bonus=False, central=central,
-                               require_overlap=False)
+                               require_overlap=False, closeness=close)
             if picks:
                 mine_quotes = [c.quote() for c in picks]
                 quotes.extend(mine_quotes)

@@ -1,0 +1,292 @@
+"""Writing from the workspace: a cited answer to a question (``ask``), and the multi-lens
+synthesis report of seed 000 (``generate``).
+
+``generate``, step by step:
+
+1. the queries: the seed's six (product strategy and vision, roadmap priorities and timeline,
+   technical architecture and dependencies, customer needs and outcomes, resource constraints
+   and trade-offs, risks and concerns), or the user's, plus the user's context as one more;
+2. for each, balanced retrieval across lenses, then graph expansion from its best results;
+   a chunk found by several queries goes to the one that ranked it best;
+3. the contradictions among all the chunks chosen;
+4. for each query, the optimised context grouped by lens in the authority order; the
+   contradictions are told to the writer as warnings that quote both statements;
+5. the writer's sections, a timeline, the contradictions with both sides, the open questions
+   and the numbered sources, as Markdown and JSON in the workspace's ``reports/``.
+
+The code numbers the sources, never the model, and every citation is checked after writing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ragloom.analyse.contradictions import Contradiction
+from ragloom.errors import ConfigError
+from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
+from ragloom.retrieve.base import unit
+from ragloom.retrieve.window import sentence_index
+from ragloom.synthesise.writers import ExtractiveWriter, writer_from_settings
+from ragloom.types import ScoredChunk
+
+if TYPE_CHECKING:
+    from ragloom.components import Components
+    from ragloom.insights import Insights
+    from ragloom.query import QueryResult, QueryService
+
+#: Seed 000's queries for a comprehensive synthesis.
+SEED_QUERIES = (
+    "product strategy and vision",
+    "roadmap priorities and timeline",
+    "technical architecture and dependencies",
+    "customer needs and outcomes",
+    "resource constraints and trade-offs",
+    "risks and concerns",
+)
+DEFAULT_TITLE = "Master roadmap: what every lens says"
+Progress = Callable[[str, int, int], None]  # (what, done, total)
+OnText = Callable[[str], None]
+
+
+@dataclass
+class AskResult:
+    """A cited answer, and the query that found its sources."""
+
+    answer: Answer
+    query: QueryResult
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        context = self.query.context
+        return {
+            **self.answer.to_dict(),
+            "mode": self.query.mode,
+            "tenant": self.query.tenant,
+            "as_of": self.query.as_of.isoformat() if self.query.as_of else None,
+            "context": {"tokens": context.total_tokens, "budget": context.budget, "strategy": context.strategy,
+                        "candidates": len(self.query.results), "removed": len(context.removed)} if context else None,
+            "notes": self.query.notes,
+            "warnings": self.query.warnings,
+            "timings": {k: round(v, 4) for k, v in self.query.timings.items()},
+            "seconds": round(self.seconds, 4),
+        }
+
+
+@dataclass
+class _Found:
+    """What one query of a report retrieved, before de-duplication across queries."""
+
+    query: str
+    candidates: list[ScoredChunk]  # best first, on one relevance scale
+    balanced: int
+    expanded: int
+    kept: list[ScoredChunk] = field(default_factory=list)
+
+
+def read_queries(path: str | Path) -> list[str]:
+    """Queries from a file: one per line; blank lines and lines starting with ``#`` are skipped."""
+    file = Path(path)
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"--queries {file}: cannot read it ({exc}); give a UTF-8 text file, one query per line") \
+            from exc
+    queries = [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    if not queries:
+        raise ConfigError(f"--queries {file}: no queries in it; write one query per line")
+    return queries
+
+
+class Writing:
+    """Answers and reports for one engine (see the module docstring)."""
+
+    def __init__(self, components: Components, queries: QueryService, insights: Insights) -> None:
+        self.c = components
+        self.queries = queries
+        self.insights = insights
+
+    def writer(self, *, model: str | None = None, strongest: bool = False) -> Writer:
+        """The configured writer (``[llm]``): a model's, or the offline extractive one."""
+        return writer_from_settings(self.c.settings.llm, workspace=self.c.workspace.path, model=model,
+                                    strongest=strongest)
+
+    def _for(self, writer: Writer | None, tenant: str | None, as_of: datetime | str | None) -> Writer:
+        """The writer to use; the extractive one also weighs sentence meaning, from the sentence
+        index's vectors (current state only: an as-of report has no index in memory)."""
+        writer = writer or self.writer()
+        if isinstance(writer, ExtractiveWriter) and writer.closeness is None and as_of is None \
+                and self.c.settings.sentences.enabled:
+            return writer.with_closeness(self._closeness(self.c.tenant(tenant)))
+        return writer
+
+    def _closeness(self, tenant: str) -> Callable[[str, Sequence[tuple[str, int, int]]], list[float | None]]:
+        store, embedder = self.c.store, self.c.embedder
+        asked: dict[str, np.ndarray] = {}
+
+        def closeness(question: str, spans: Sequence[tuple[str, int, int]]) -> list[float | None]:
+            index = sentence_index(store, tenant)
+            if question not in asked:
+                asked[question] = unit(embedder.embed_query(question))
+            q = asked[question]
+            out: list[float | None] = []
+            for doc, start, end in spans:
+                sentences = index.get(doc)
+                i = int(np.searchsorted(sentences.starts, start, side="right")) - 1 if sentences is not None else -1
+                if sentences is None or i < 0 or int(sentences.ends[i]) <= start:
+                    out.append(None)
+                    continue
+                last = max(i, int(np.searchsorted(sentences.starts, end, side="left")) - 1)
+                out.append(float(np.max(sentences.vectors[i : last + 1] @ q)))
+            return out
+
+        return closeness
+
+    def ask(self, question: str, *, mode: str | None = None, lenses: Sequence[str] | None = None,
+            tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
+            k: int | None = None, writer: Writer | None = None, on_text: OnText | None = None,
+            **options: Any) -> AskResult:  # noqa: ANN401
+        """Retrieve, optimise into the budget, write an answer citing [n], check the citations."""
+        started = time.perf_counter()
+        request = self.queries.request(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of,
+                                       budget=budget, k=k, optimize=True, **options)
+        result = self.queries.run(request)
+        chunks = list(result.context.chunks) if result.context is not None else []
+        answer = self._for(writer, tenant, as_of).answer(question, number_sources(chunks), on_text=on_text)
+        return AskResult(answer, result, time.perf_counter() - started)
+
+    def generate(self, *, context: str = "", queries: Sequence[str] | None = None, title: str = DEFAULT_TITLE,
+                 tenant: str | None = None, lenses: Sequence[str] | None = None, as_of: datetime | str | None = None,
+                 budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
+                 progress: Progress | None = None, on_text: OnText | None = None) -> Report:
+        """The synthesis report (see the module docstring); saved under ``reports/`` and to ``out``."""
+        started = time.perf_counter()
+        writer = self._for(writer, tenant, as_of)
+        asked = list(queries) if queries else list(SEED_QUERIES)
+        if context.strip():
+            asked.append(" ".join(context.split()))
+        tenant = self.c.tenant(tenant)
+        timings: dict[str, float] = {}
+
+        t0 = time.perf_counter()
+        found = []
+        for i, query in enumerate(asked):
+            if progress is not None:
+                progress(f"retrieving: {query}", i, len(asked))
+            found.append(self._retrieve(query, tenant=tenant, lenses=lenses, as_of=as_of))
+        if progress is not None:
+            progress("retrieving: done", len(asked), len(asked))
+        _assign(found)
+        timings["retrieve"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        chosen = [c.chunk_id for f in found for c in f.kept]
+        contradictions = self.insights.contradictions(tenant=tenant, chunk_ids=chosen, limit=20) if chosen else []
+        timings["contradictions"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        order = self._lens_order(tenant, lenses)
+        optimised = [(f.query, self.queries.optimize(f.kept, f.query, budget=budget, organize="lens", tenant=tenant))
+                     for f in found]
+        per_query, sources = number_report_sources([(q, ctx.chunks) for q, ctx in optimised])
+        numbers = {s.chunk_id: s.number for s in sources}
+        timings["optimise"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        report = build_report(
+            title, per_query, contradictions, sources, order, writer, context=context, source_numbers=numbers,
+            writer_context=_writer_context(context, contradictions),
+            on_progress=(lambda done, total, query: progress(f"writing: {query}" if query else "assembling",
+                                                             done, total)) if progress is not None else None,
+            on_text=on_text,
+            stats={"queries": [self._query_stats(f, ctx) for f, (_, ctx) in zip(found, optimised, strict=True)],
+                   "contradictions_found": len(contradictions), "tenant": tenant,
+                   "as_of": str(as_of) if as_of else None, "embedder": self.c.embedder_name},
+        )
+        timings["write"] = time.perf_counter() - t0
+        report = _with_timings(report, timings, time.perf_counter() - started)
+        self.save(report, out)
+        return report
+
+    def _retrieve(self, query: str, *, tenant: str, lenses: Sequence[str] | None,
+                  as_of: datetime | str | None) -> _Found:
+        """Balanced retrieval, then graph expansion from its results: seeds and neighbours are
+        ranked together (relevance and lens diversity), all on one relevance scale."""
+        request = self.queries.request(query, mode="balanced", tenant=tenant, lenses=lenses, as_of=as_of)
+        balanced = self.queries.run(request).results
+        if not self.c.settings.graph.enabled or not balanced:
+            return _Found(query, balanced, len(balanced), 0)
+        grown = self.queries.expand(request, balanced)
+        return _Found(query, grown, len(balanced), sum(1 for r in grown if r.via is not None))
+
+    def _lens_order(self, tenant: str, lenses: Sequence[str] | None) -> list[str]:
+        """The authority order, then the workspace's other lenses (only the asked-for ones)."""
+        present = self.c.store.lenses(tenant)
+        order = list(dict.fromkeys([*self.c.settings.graph.authority, *sorted(present)]))
+        order = [lens for lens in order if lens in present or lens in self.c.settings.graph.authority]
+        return [lens for lens in order if lenses is None or lens in lenses]
+
+    @staticmethod
+    def _query_stats(found: _Found, context: Any) -> dict[str, Any]:  # noqa: ANN401 - an OptimizedContext
+        reasons: dict[str, int] = {}
+        for _, reason in context.removed:
+            key = reason.split(" ", 1)[0]
+            reasons[key] = reasons.get(key, 0) + 1
+        return {"query": found.query, "balanced": found.balanced, "graph_expanded": found.expanded,
+                "after_deduplication": len(found.kept), "in_context": len(context.chunks),
+                "tokens": context.total_tokens, "budget": context.budget, "removed": reasons,
+                "lenses": sorted({c.lens for c in context.chunks})}
+
+    def save(self, report: Report, out: str | Path | None = None) -> list[Path]:
+        """Markdown and JSON under ``<workspace>/reports/`` (and at ``out``); returns the paths."""
+        stamp = report.generated_at.astimezone(UTC).strftime("%Y%m%d-%H%M%S")
+        stem = f"{stamp}-{_slug(report.title)}"
+        paths = list(report.save(self.c.workspace.path / "reports", stem))
+        if out is not None:
+            target = Path(out)
+            paths += report.save(target.parent, target.stem if target.suffix in (".md", ".json") else target.name)
+        return paths
+
+
+def _assign(found: Sequence[_Found]) -> None:
+    """Each chunk to the query that ranked it best (earlier queries win ties), so the report's
+    sections do not repeat each other."""
+    best: dict[str, tuple[float, int]] = {}
+    for q, f in enumerate(found):
+        for rank, chunk in enumerate(f.candidates):
+            share = rank / max(len(f.candidates), 1)
+            if chunk.chunk_id not in best or share < best[chunk.chunk_id][0]:
+                best[chunk.chunk_id] = (share, q)
+    for q, f in enumerate(found):
+        f.kept = [c for c in f.candidates if best[c.chunk_id][1] == q]
+
+
+def _writer_context(context: str, contradictions: Sequence[Contradiction]) -> str:
+    """The user's context, and the contradictions as warnings quoting both statements."""
+    parts = [context.strip()] if context.strip() else []
+    if contradictions:
+        lines = ["Contradictions between the sources (say so where they bear on this question):"]
+        for c in contradictions[:10]:
+            a, b = c.statements
+            lines.append(f'- {c.topic} ({c.kind}): {a.lens} says "{" ".join(a.text.split())}" while {b.lens} says '
+                         f'"{" ".join(b.text.split())}"')
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def _with_timings(report: Report, timings: dict[str, float], seconds: float) -> Report:
+    from dataclasses import replace
+
+    stats = {**report.stats, "timings": {k: round(v, 3) for k, v in timings.items()}, "seconds": round(seconds, 3)}
+    return replace(report, stats=stats)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:48] or "report"
