@@ -31,9 +31,9 @@ import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.errors import ConfigError
-from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
 from ragloom.retrieve.base import unit
 from ragloom.retrieve.window import sentence_index
+from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
 from ragloom.synthesise.writers import ExtractiveWriter, writer_from_settings
 from ragloom.types import ScoredChunk
 
