@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-stamp
 TORCH  := torch==2.13.0
 EXTRAS := local,convert,eval,ui,llm,llamaindex,bench,dev
 
-.PHONY: install demo lint test test-fast bench clean
+.PHONY: install demo lint browser test test-fast bench clean
 
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +25,17 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
 
-test: lint
+# The browser tests drive Debian's Chromium (Playwright's own download does not work offline).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get install -y -qq chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)) \
+	      && echo "installed chromium for the browser tests"; \
+	  else \
+	    echo "chromium is missing: the browser tests will be skipped (install it: sudo apt-get install chromium)"; \
+	  fi; }
+
+test: lint browser
 	$(BIN)/python -m pytest
 
 test-fast: $(STAMP)
@@ -35,4 +45,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) ragloom-data .pytest_cache .hypothesis
+	rm -rf $(VENV) ragloom-data .pytest_cache .hypothesis test-artifacts

@@ -67,7 +67,9 @@ class Components:
                         f"the workspace {self.workspace.path} was written by an older ragloom (format "
                         f"{(self.workspace.manifest() or {}).get('format', 1)}); run 'ragloom reindex' to rebuild it"
                     )
-                self._store = LanceStore(self.workspace.store_path, lock_timeout=self.settings.workspace.lock_timeout)
+                w = self.settings.workspace
+                self._store = LanceStore(self.workspace.store_path, lock_timeout=w.lock_timeout,
+                                         version_retention=w.version_retention)
             store = self._store
         store.snapshot()
         return store

@@ -175,3 +175,51 @@ def test_a_second_writer_waits_then_gives_up_with_a_clear_error(tmp_path: Path) 
     holder.join(30)
     with engine.store.writer():  # free again once the holder is gone
         pass
+
+
+def timed_reader(ws: str, stop: Any, out: Any) -> None:  # noqa: ANN401
+    """Queries in every mode until told to stop; records latencies, errors and what no commit holds."""
+    engine = engine_at(ws)
+    modes = ["hybrid", "vector", "bm25", "balanced", "graph", "window", "dynamic"]
+    latencies: list[float] = []
+    problems: list[str] = []
+    i = 0
+    while not stop.is_set():
+        mode = modes[i % len(modes)]
+        started = time.perf_counter()
+        try:
+            result = engine.query(f"catalog integration notes topic{i % 7}", k=10, mode=mode)
+            latencies.append(time.perf_counter() - started)
+            seen: dict[str, set[str]] = defaultdict(set)
+            for r in result:
+                seen[r.document_id].update(ROUND.findall(r.text))
+            problems += [f"{mode}: a document mixes rounds {sorted(s)}" for s in seen.values() if len(s) > 1]
+        except Exception as exc:  # noqa: BLE001 - every error counts
+            problems.append(f"{mode}: {type(exc).__name__}: {exc}")
+        i += 1
+    out.put((latencies, problems))
+
+
+@pytest.mark.slow
+def test_four_query_processes_during_an_ingest(tmp_path: Path) -> None:
+    ws, folder = tmp_path / "ws", tmp_path / "docs"
+    write_corpus(folder, 0)
+    engine_at(ws).ingest(folder, lens="notes")
+    ctx = multiprocessing.get_context("spawn")
+    stop, results, reports = ctx.Event(), ctx.Queue(), ctx.Queue()
+    readers = [spawn(timed_reader, str(ws), stop, results) for _ in range(4)]
+    time.sleep(3)  # the readers are up and querying
+    ingest = spawn(writer, str(ws), str(folder), 3, reports)
+    ingest.join(300)
+    stop.set()
+    gathered = [results.get(timeout=60) for _ in readers]
+    for r in readers:
+        r.join(30)
+    latencies = sorted(t for lat, _ in gathered for t in lat)
+    problems = [p for _, found in gathered for p in found]
+    assert ingest.exitcode == 0 and reports.get(timeout=10) == [(0, DOCUMENTS, 0, 0)] * 3
+    assert problems == [], problems[:5]
+    assert len(latencies) >= 40
+    p50, p95 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.95)]
+    print(f"\n{len(latencies)} queries in 4 processes during 3 ingests: p50 {p50 * 1000:.0f} ms, "
+          f"p95 {p95 * 1000:.0f} ms, 0 errors")

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -152,11 +152,14 @@ class _WriteLock:
 class LanceStore:
     """Embedded LanceDB tables in ``<workspace>/lancedb``, shared safely between processes."""
 
-    def __init__(self, path: str | Path, *, fts_column: str = "search_text", lock_timeout: float = 600.0) -> None:
+    def __init__(self, path: str | Path, *, fts_column: str = "search_text", lock_timeout: float = 600.0,
+                 version_retention: float = 600.0) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.fts_column = fts_column
         self.lock_timeout = lock_timeout
+        #: Old table versions younger than this stay for readers still on them.
+        self.version_retention = timedelta(seconds=version_retention)
         self._db = _lancedb().connect(str(self.path))
         self._state = self.path / STATE_DIR
         self._commit_path = self._state / "commit.json"
@@ -384,6 +387,9 @@ class LanceStore:
             elif int(table.version) != int(target):
                 table.restore(int(target))
                 rolled += 1
+            # Files the crashed write left unreferenced go now (no other writer can be
+            # writing: this one holds the lock); its versions go once past the retention.
+            table.optimize(cleanup_older_than=self.version_retention, delete_unverified=True)
         self._commit()
         self._pending_path.unlink(missing_ok=True)
         return rolled
@@ -464,7 +470,9 @@ class LanceStore:
                 small = table.stats()["fragment_stats"]["num_small_fragments"]
                 unindexed = sum(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
                 if force or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
-                    table.optimize()
+                    # Versions past the retention go (readers pin only the last commit); the
+                    # rows' own history (as_of, superseded_at) is untouched.
+                    table.optimize(cleanup_older_than=self.version_retention)
                     ran = True
         return ran
 
