@@ -144,3 +144,10 @@ def test_short_texts_match_sentence_transformers(minilm: SentenceTransformerEmbe
     theirs = minilm.model.encode(texts, normalize_embeddings=True)
     assert np.allclose(ours, theirs, atol=1e-5)
     assert minilm.dim == 384
+
+
+def test_a_cached_embedder_still_embeds_long_texts_whole(tmp_path: Path) -> None:
+    inner = ReadmeEmbedder()
+    cached = CachedEmbedder(inner, tmp_path / "c.sqlite")
+    cached.embed([" ".join(f"word{i}" for i in range(200))])
+    assert isinstance(cached.inner, WindowedEmbedder) and inner.longest <= inner.max_tokens

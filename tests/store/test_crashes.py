@@ -2,7 +2,7 @@
 documents that were complete, and a re-run finishes the job: counts, texts and graph edges
 equal a clean ingest's, with no ``graph build`` by hand.
 
-``RAGLOOM_CRASH_KILLS`` sets how many kills (default 40 here; docs/reliability.md reports a
+``RAGLOOM_CRASH_KILLS`` sets how many kills (default 16 in make test; docs/reliability.md reports a
 run of 120). Each kill lands at a random moment of a child's ingest of a 24-document corpus,
 first while it is written, then while a third of it is being edited.
 """
@@ -26,7 +26,7 @@ from ragloom.engine import Engine
 from ..conftest import fast_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-KILLS = int(os.environ.get("RAGLOOM_CRASH_KILLS", "40"))
+KILLS = int(os.environ.get("RAGLOOM_CRASH_KILLS", "16"))
 DOCUMENTS = 24
 CHILD = """
 import sys

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ragloom.embed.base import Embedder
+from ragloom.embed.windowed import windowed
 
 _BATCH = 500
 
@@ -18,7 +19,8 @@ class CachedEmbedder:
     """Wraps an embedder; vectors are stored in a SQLite file under the key (model, text)."""
 
     def __init__(self, inner: Embedder, path: str | Path) -> None:
-        self.inner = inner
+        # What is cached is a whole text's vector, so the inner embedder must see whole texts.
+        self.inner = windowed(inner)
         self.name = inner.name
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
