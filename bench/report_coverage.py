@@ -31,7 +31,7 @@ from ragloom.config import Settings
 from ragloom.demo import install_gazetteer
 from ragloom.engine import Engine
 from ragloom.synthesise import Report, build_report, number_report_sources
-from ragloom.writing import SEED_QUERIES, DEFAULT_TITLE
+from ragloom.writing import DEFAULT_TITLE, SEED_QUERIES
 
 
 def plain_report(engine: Engine, k: int) -> Report:

@@ -135,3 +135,96 @@ def test_query_budget_and_show_context(tmp_path: Path, materials: Path) -> None:
     assert data["context"]["total_tokens"] <= 400 and data["context"]["chunks"]
     bad = run("query", "event bus", "--organize", "alphabetical", ws=ws)
     assert bad.exit_code == 2 and "auto" in bad.output
+
+
+# -- destructive commands ask; hostile folders; documents deleted and restored ----------------------
+
+
+def _ingested(tmp_path: Path) -> tuple[Path, Path]:
+    ws, folder = tmp_path / "ws", tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Apples\n\nApples are red and sweet.\n", encoding="utf-8")
+    (folder / "b.md").write_text("# Bananas\n\nBananas are yellow.\n", encoding="utf-8")
+    assert run("ingest", str(folder), "--lens", "x", ws=ws).exit_code == 0
+    return ws, folder
+
+
+def test_clear_and_delete_refuse_without_yes_when_input_is_not_a_terminal(tmp_path: Path) -> None:
+    ws, folder = _ingested(tmp_path)
+    for command in (["clear"], ["clear", "--lens", "x"], ["delete", str(folder / "a.md")]):
+        result = run(*command, ws=ws)
+        assert result.exit_code == 2, result.output
+        message = " ".join(result.stderr.split())
+        assert message.startswith("error: ") and "standard input is not a terminal); pass --yes to confirm" in message
+    assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 2
+
+
+def test_delete_command_tombstones_and_ingest_restores(tmp_path: Path) -> None:
+    ws, folder = _ingested(tmp_path)
+    result = run("delete", str(folder / "a.md"), "--yes", ws=ws)
+    assert result.exit_code == 0 and "deleted 1 of 1 documents named (history kept)" in result.stdout
+    assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 1
+    found = json.loads(run("query", "apples red sweet", "--mode", "bm25", "--json", ws=ws).stdout)["results"]
+    assert all(not r["source_path"].endswith("a.md") for r in found)
+    again = run("delete", str(folder / "a.md"), "nope", "--yes", ws=ws)
+    assert again.exit_code == 1 and "no current document matches" in " ".join(again.stderr.split())
+    assert run("ingest", str(folder), "--lens", "x", ws=ws).exit_code == 0
+    rows = json.loads(run("history", str(folder / "a.md"), "--json", ws=ws).stdout)
+    assert [(r["version_sequence"], r["change_type"], r["change_summary"]) for r in rows] == [
+        (1, "create", "created with 1 chunks"), (2, "delete", "deleted"), (3, "update", "restored")]
+    table = run("history", str(folder / "a.md"), ws=ws).stdout
+    assert "restored" in table and "deleted" in table
+    doc_id = json.loads(run("query", "bananas", "--json", ws=ws).stdout)["results"][0]["document_id"]
+    assert "deleted 1 of 1" in run("delete", doc_id, "-y", ws=ws).stdout
+
+
+def _in_a_terminal(args: list[str], answer: str) -> tuple[int, str]:
+    """Run ``ragloom args`` with a terminal as standard input, answering ``answer``."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    controller, terminal = pty.openpty()
+    env = dict(os.environ, **FAST)
+    proc = subprocess.Popen([sys.executable, "-m", "ragloom.cli", *args], stdin=terminal, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, env=env)
+    os.close(terminal)
+    os.write(controller, answer.encode() + b"\n")
+    out, _ = proc.communicate(timeout=120)
+    os.close(controller)
+    return proc.returncode, out.decode()
+
+
+def test_clear_asks_on_a_terminal(tmp_path: Path) -> None:
+    ws, _ = _ingested(tmp_path)
+    code, out = _in_a_terminal(["clear", "--workspace", str(ws)], "n")
+    assert code == 1 and "Delete every document from the workspace, with all versions?" in out
+    assert "nothing deleted" in out
+    assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 2
+    code, out = _in_a_terminal(["clear", "--workspace", str(ws)], "y")
+    assert code == 0 and "removed 2 documents" in out
+
+
+def test_ingest_of_a_hostile_folder_prints_one_line_per_problem(tmp_path: Path) -> None:
+    import os
+
+    folder = tmp_path / "docs"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "good.md").write_text("# Good\n\nFine text.\n", encoding="utf-8")
+    os.symlink("loop-b.md", folder / "loop-a.md")
+    os.symlink("loop-a.md", folder / "loop-b.md")
+    os.symlink("..", folder / "sub" / "up")
+    os.mkfifo(folder / "pipe.md")
+    (folder / "big.md").write_text("word " * 300_000, encoding="utf-8")
+    env = dict(FAST, RAGLOOM_INGEST__MAX_TEXT_MB="1")
+    result = runner.invoke(app, ["ingest", str(folder), str(folder / "good.md"), "--lens", "x", "--workspace",
+                                 str(tmp_path / "ws")], env=env)
+    assert result.exit_code == 1 and (result.exception is None or isinstance(result.exception, SystemExit))
+    text = " ".join(result.output.split())
+    for piece in ("loop-a.md: symlink loop", "loop-b.md: symlink loop", "up: symlink loop (leads back to",
+                  "pipe.md: not a regular file (it is a FIFO; never opened)",
+                  "big.md: converted text too large (1.4 MiB of text, above ingest.max_text_mb = 1)",
+                  "6 files: 1 added", "5 failed"):
+        assert piece in text, piece
+    assert "Traceback" not in result.output

@@ -207,3 +207,18 @@ def test_tenant_reads_are_all_scoped(shared_engine: Engine) -> None:
     with pytest.raises(Exception, match="no chunk"):
         shared_engine.back_references(hit.chunk_id, tenant="globex")
     assert shared_engine.history(Path("nowhere.md"), tenant="initech") == []
+
+
+def test_a_document_moved_to_another_lens_is_rewritten_under_it(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe catalog ships in Q3 2025.\n\nOffline mode waits.", encoding="utf-8")
+    engine.ingest(folder, lens="founder")
+    before = engine.store.chunks("default", with_vectors=True)
+    report = engine.ingest(folder, lens="engineering")
+    # Every row is rewritten under the new lens; sentence vectors (no prefix) are reused.
+    assert report.updated == 1 and report.chunks_written == len(before) and report.chunks_reused > 0
+    after = engine.store.chunks("default", with_vectors=True)
+    assert {c["lens"] for c in after} == {"engineering"} and engine.store.lenses("default") == {"engineering"}
+    assert engine.query("catalog", lenses=["engineering"]).results
+    assert not engine.query("catalog", lenses=["founder"]).results

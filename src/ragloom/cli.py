@@ -63,7 +63,7 @@ def _errors() -> Iterator[None]:
     try:
         yield
     except RagloomError as exc:
-        err.print(f"[bold red]error:[/] {escape(str(exc))}")
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)  # one line, even when piped
         raise typer.Exit(2) from None
 
 
@@ -96,6 +96,9 @@ class _RichProgress(EngineProgress):
 
     def message(self, text: str) -> None:
         self.progress.console.print(f"[red]✗[/] {escape(text)}")
+
+    def note(self, text: str) -> None:
+        self.progress.console.print(f"[yellow]![/] {escape(text)}")
 
 
 @contextmanager
@@ -409,17 +412,51 @@ def stats(as_json: JsonOpt = False, tenant: TenantOpt = None, workspace: Workspa
 def clear(
     lens: Annotated[str | None, typer.Option("--lens", "-l", help="Only this lens.")] = None,
     tenant: TenantOpt = None,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when input is not a terminal).")] = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Delete documents (all, or one lens) with all their versions."""
-    what = f"lens {lens!r}" if lens else "every document"
-    if not yes and sys.stdin.isatty() and not typer.confirm(f"Delete {what} from the workspace?"):
-        raise typer.Exit(1)
+    """Delete documents (all, or one lens) with all their versions. Asks first unless --yes."""
+    what = f"every document of lens {lens!r}" if lens else "every document"
+    if not yes:
+        if not sys.stdin.isatty():  # nobody to ask: a script must say --yes
+            err.print(f"[bold red]error:[/] 'ragloom clear' deletes {escape(what)} with its history and cannot ask "
+                      "(standard input is not a terminal); pass --yes to confirm")
+            raise typer.Exit(2)
+        if not typer.confirm(f"Delete {what} from the workspace, with all versions?"):
+            err.print("nothing deleted")
+            raise typer.Exit(1)
     with _errors():
         removed = _engine(workspace, config).clear(lens=lens, tenant=tenant)
     console.print(f"removed {removed} documents")
+
+
+@app.command()
+def delete(
+    documents: Annotated[list[str], typer.Argument(help="File paths (as ingested) or document ids.", show_default=False)],
+    tenant: TenantOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when input is not a terminal).")] = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Mark documents deleted: they leave every search; their history stays ('ragloom history PATH',
+    --as-of). Ingesting the file again restores it. Asks first unless --yes."""
+    shown = ", ".join(documents[:3]) + (f" and {len(documents) - 3} more" if len(documents) > 3 else "")
+    if not yes:
+        if not sys.stdin.isatty():
+            err.print(f"[bold red]error:[/] 'ragloom delete' would delete {escape(shown)} and cannot ask "
+                      "(standard input is not a terminal); pass --yes to confirm")
+            raise typer.Exit(2)
+        if not typer.confirm(f"Delete {shown}?"):
+            err.print("nothing deleted")
+            raise typer.Exit(1)
+    with _errors():
+        deleted = _engine(workspace, config).delete(documents, tenant=tenant)
+    if not deleted:
+        err.print(f"[bold red]error:[/] no current document matches {escape(shown)}; nothing deleted "
+                  "(give paths as ingested, or ids from 'ragloom query --json')")
+        raise typer.Exit(1)
+    console.print(f"deleted {deleted} of {len(documents)} documents named (history kept)")
 
 
 @app.command()
@@ -640,16 +677,23 @@ def eval_(
     data: Annotated[Path | None, typer.Option("--data", help="The evaluation data (default: ../shared/data).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N questions.")] = None,
     cache: Annotated[Path | None, typer.Option("--cache", help="Embedding cache folder.")] = None,
+    provider: Annotated[str | None, typer.Option("--provider", help="Embedding provider to measure "
+                                                 "(onnx, sentence-transformers, static, ...).")] = None,
+    precision: Annotated[str | None, typer.Option("--precision", help="onnx: fp32 or int8.")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Embedding model (minilm-static, a folder).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure a technique against its baseline; embeddings are cached, so a second run takes seconds."""
+    from ragloom.config import EmbeddingSettings
     from ragloom.evaluate import run_suite
     from ragloom.evaluate.datasets import shared_data
 
     with _errors():
         root = shared_data(data)
+        chosen = {k: v for k, v in {"provider": provider, "precision": precision, "model": model}.items() if v}
+        embedding = EmbeddingSettings.model_validate(chosen) if chosen else None
         with err.status(f"running the {suite} suite") as status:
-            result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit,
+            result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit, embedding=embedding,
                                       progress=lambda message: status.update(f"{suite}: {message}"))
     if as_json:
         _print_json(result.to_dict())
@@ -659,6 +703,22 @@ def eval_(
         console.print(f"- {escape(note)}")
     console.print(f"[dim]{result.seconds:.1f}s; wrote {', '.join(str(p) for p in paths.values())}"
                   f"{', ' + ', '.join(result.plots) if result.plots else ''}[/]")
+
+
+@app.command()
+def ui(
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to serve on.")] = 8501,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only).")]
+    = "127.0.0.1",
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Open the web app (Streamlit) on the workspace: dashboard, ingest, ask, graph, report, settings."""
+    from ragloom.ui import launch
+
+    with _errors():
+        code = launch(workspace, config=config, port=port, host=host)
+    raise typer.Exit(code)
 
 
 DEMO_QUERIES = (

@@ -19,9 +19,10 @@ from ragloom.embed import Embedder, embedder_from_settings, windowed
 from ragloom.enrich import PrefixBuilder
 from ragloom.enrich.entities import EntityExtractor, load_gazetteer
 from ragloom.errors import StoreError
-from ragloom.load import load_document, validate_name
+from ragloom.load import load_file, validate_name
+from ragloom.load.limits import Limits
 from ragloom.parse.doctype import DocTypeRule
-from ragloom.store.lance import LanceStore
+from ragloom.store.lance import AnnSettings, LanceStore
 from ragloom.types import Document
 from ragloom.workspace import Workspace
 
@@ -67,9 +68,10 @@ class Components:
                         f"the workspace {self.workspace.path} was written by an older ragloom (format "
                         f"{(self.workspace.manifest() or {}).get('format', 1)}); run 'ragloom reindex' to rebuild it"
                     )
-                w = self.settings.workspace
+                w, r = self.settings.workspace, self.settings.retrieval
                 self._store = LanceStore(self.workspace.store_path, lock_timeout=w.lock_timeout,
-                                         version_retention=w.version_retention)
+                                         version_retention=w.version_retention,
+                                         ann=AnnSettings(r.ann_min_rows, r.ann_index, r.ann_nprobes, r.ann_refine_factor))
             store = self._store
         store.snapshot()
         return store
@@ -98,11 +100,9 @@ class Components:
     def load(self, path: str | Path, *, lens: str = "default", tenant: str | None = None,
              data: bytes | None = None) -> Document:
         """One file as a :class:`~ragloom.types.Document` (raises a :class:`~ragloom.errors.LoadError`)."""
-        return load_document(
-            path, lens=lens, tenant=self.tenant(tenant), data=data,
-            max_bytes=int(self.settings.ingest.max_file_mb * 1024 * 1024),
-            doc_type_rules=self.doc_rules, default_doc_type=self.settings.doc_types.default,
-        )
+        return load_file(path, lens=lens, tenant=self.tenant(tenant), data=data,
+                         limits=Limits.from_settings(self.settings.ingest), doc_type_rules=self.doc_rules,
+                         default_doc_type=self.settings.doc_types.default).document
 
     def record(self) -> None:
         """Write how the index was built into the workspace manifest."""

@@ -7,11 +7,12 @@ the workspace when it is built; :func:`index_signature` is what gets compared.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,11 +79,13 @@ class DocTypeSettings(_Section):
 
 
 class EmbeddingSettings(_Section):
-    provider: str = Field("auto", description="auto, hashing, sentence-transformers, or an installed plugin's name")
+    provider: str = Field("auto", description="auto (onnx when onnxruntime is installed, else sentence-transformers), "
+                                              "onnx, sentence-transformers, hashing, or an installed plugin's name")
     model: str = DEFAULT_MODEL
+    precision: Literal["fp32", "int8"] = Field("fp32", description="onnx provider: fp32, or int8 weights")
     embed_text: Literal["contextual", "naked"] = "contextual"
     batch_size: int = Field(32, ge=1)
-    device: str = "cpu"
+    device: str = Field("auto", description="sentence-transformers: auto (cuda when torch sees a GPU), cpu, cuda, ...")
     cache: bool = True
 
 
@@ -97,6 +100,11 @@ class RetrievalSettings(_Section):
     age_decay: bool = False
     age_decay_per_year: float = Field(0.1, ge=0, le=1)
     age_decay_floor: float = Field(0.7, ge=0, le=1)
+    ann_min_rows: int = Field(50_000, ge=1, description="a chunk or sentence table this large gets an ANN index")
+    ann_index: Literal["IVF_HNSW_SQ", "IVF_PQ", "IVF_SQ", "IVF_FLAT"] = Field(
+        "IVF_HNSW_SQ", description="the kind of ANN index (LanceDB's names)")
+    ann_nprobes: int = Field(24, ge=1, description="index partitions searched per query")
+    ann_refine_factor: int = Field(4, ge=0, description="candidates re-ranked with exact vectors, times k (0: none)")
 
 
 class GraphSettings(_Section):
@@ -149,6 +157,9 @@ class ContextSettings(_Section):
 
 class SentenceSettings(_Section):
     enabled: bool = True
+    vectors: Literal["derived", "embedded"] = Field(
+        "embedded", description="derived: pooled from the chunk pass's token states (one model call for both, when "
+                               "the embedder can); embedded: each sentence embedded on its own")
     window: int = Field(3, ge=0, description="window mode: sentences added on each side")
     threshold: float = Field(0.75, ge=-1, le=1, description="dynamic mode: neighbour similarity to keep growing")
     max_expand: int = Field(5, ge=0, description="dynamic mode: sentences added per side at most")
@@ -171,10 +182,31 @@ class EntitySettings(_Section):
 
 class WorkspaceSettings(_Section):
     lock_timeout: float = Field(600.0, ge=0, description="seconds a writer waits for another writer to finish")
+    version_retention: float = Field(
+        600.0, ge=0, description="seconds old table versions are kept for readers still on them; older ones, "
+                                 "and the files of a crashed write, are removed when the store is compacted")
 
 
 class IngestSettings(_Section):
-    max_file_mb: float = Field(50.0, gt=0)
+    """``[ingest]``: what is read, and what one file may cost. Sizes are in MiB (2**20 bytes);
+    a file over a bound is refused with a line naming the setting, and the batch goes on."""
+
+    max_file_mb: float = Field(50.0, gt=0, description="files larger than this on disk (MiB) are refused unread")
+    max_text_mb: float = Field(
+        10.0, gt=0, description="a file whose converted text is larger than this (MiB of UTF-8) is refused: memory "
+                                "and time follow what a file expands to, not its size on disk")
+    max_unpacked_mb: float = Field(
+        256.0, gt=0, description="a DOCX whose parts declare more than this uncompressed (MiB) is refused before "
+                                 "unpacking (a zip bomb)")
+    max_nesting: int = Field(
+        256, ge=8, description="HTML nested deeper than this many elements is refused before conversion (the "
+                               "converters recurse once per level)")
+    max_rows_per_file: int = Field(
+        100_000, ge=1, description="a document that would make more sentence and chunk rows than this is refused "
+                                   "before it is chunked (the rows are counted with the sentence splitter)")
+    max_seconds_per_file: float = Field(
+        120.0, ge=0, description="seconds one PDF, DOCX or HTML file may take to convert; conversion runs in a child "
+                                 "process that is stopped at the limit (0: no limit, converted in this process)")
     extensions: tuple[str, ...] = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")
     include_hidden: bool = False
     batch_chunks: int = Field(512, ge=1, description="chunks embedded and written per batch")
@@ -304,6 +336,45 @@ class Settings(_Section):
             raise ConfigError(_explain(exc, [])) from exc
 
 
+def save_settings(workspace: str | Path, changes: Mapping[str, Any]) -> Settings:
+    """Write ``changes`` (``{"chunking": {"chunk_size": 512}, "tenant": "acme"}``) into
+    ``<workspace>/ragloom.toml``, keeping the file's other settings and its comments; returns
+    the settings the file now gives. Invalid values raise a :class:`ConfigError` and leave the
+    file as it was. API keys never belong here (``llm.api_key_env`` names a variable).
+    """
+    import tomlkit
+
+    path = Path(workspace) / CONFIG_FILENAME
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises several kinds of parse error
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
+    merged = document.unwrap()
+    _merge(merged, changes)
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, [path])) from exc
+    _update_toml(document, changes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
+    tmp.replace(path)  # a reader never sees half a file
+    return settings
+
+
+def _update_toml(table: Any, changes: Mapping[str, Any]) -> None:  # noqa: ANN401 - a tomlkit container
+    import tomlkit
+
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and not (key in table and not isinstance(table[key], Mapping)):
+            if key not in table:
+                table[key] = tomlkit.table()
+            _update_toml(table[key], value)
+        else:
+            table[key] = list(value) if isinstance(value, tuple) else value
+
+
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in flat.items():
@@ -323,27 +394,127 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[key] = value
 
 
+#: ``RAGLOOM_*`` variables that are not settings: the workspace and config file of the command
+#: line (``--workspace``, ``--config``), and the shared test and evaluation data.
+NON_SETTING_VARIABLES = frozenset({"RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG", "RAGLOOM_SHARED_DATA"})
+#: The ``RAGLOOM_*`` names of the environment last read by :func:`env_overrides` in this
+#: context, so that an error can say a value came from one of them.
+_ENVIRON_SEEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("ragloom_environ", default=frozenset())
+
+
 def env_overrides(environ: Mapping[str, str]) -> dict[str, Any]:
-    """``RAGLOOM_SECTION__KEY=value`` pairs as nested settings; values parsed as JSON when they can be."""
+    """``RAGLOOM_SECTION__KEY=value`` pairs as nested settings; values parsed as JSON when they
+    can be (a text setting keeps its text: ``RAGLOOM_TENANT=2024`` is the tenant "2024").
+
+    The variables in :data:`NON_SETTING_VARIABLES` are skipped; any other ``RAGLOOM_*`` variable
+    must name a setting, or a :class:`ConfigError` names it and the valid keys.
+    """
     flat: dict[str, Any] = {}
-    for name, raw in environ.items():
-        if not name.startswith(ENV_PREFIX) or name in ("RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG"):
+    _ENVIRON_SEEN.set(frozenset(n for n in environ if n.startswith(ENV_PREFIX)))
+    for name, raw in sorted(environ.items()):
+        if not name.startswith(ENV_PREFIX) or name in NON_SETTING_VARIABLES:
             continue
-        key = name[len(ENV_PREFIX) :].lower().replace("__", ".")
+        parts = name[len(ENV_PREFIX) :].lower().split("__")
         try:
-            flat[key] = json.loads(raw)
+            field = _setting_field(parts, origin=f"the environment variable {name}")
+        except ConfigError as exc:
+            raise ConfigError(f"invalid settings: {exc}") from None
+        if _is_text(field):
+            flat[".".join(parts)] = raw
+            continue
+        try:
+            flat[".".join(parts)] = json.loads(raw)
         except json.JSONDecodeError:
-            flat[key] = raw
+            flat[".".join(parts)] = raw
     return _nest(flat)
 
 
+def _setting_field(parts: list[str], *, origin: str) -> Any:  # noqa: ANN401 - a pydantic FieldInfo or None
+    """The field that ``parts`` (``["chunking", "chunk_size"]``) name, checked against the
+    settings model down to the first key that is free-form (a plugin's options)."""
+    model: type[BaseModel] = Settings
+    field = None
+    for depth, part in enumerate(parts):
+        if not part or part not in model.model_fields:
+            raise ConfigError(_unknown_key(parts[: depth + 1], model, origin))
+        field = model.model_fields[part]
+        annotation = field.annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            if depth == len(parts) - 1:
+                return field
+            if getattr(annotation, "__origin__", None) is not dict:
+                raise ConfigError(f"{'.'.join(parts[: depth + 1])} is one setting, not a section (from {origin}); "
+                                  f"set it as {ENV_PREFIX}{'__'.join(parts[: depth + 1]).upper()}")
+            return None  # free-form keys (a plugin's options)
+        model = annotation
+    return field
+
+
+def _is_text(field: Any) -> bool:  # noqa: ANN401 - a pydantic FieldInfo or None
+    """Whether a setting holds text (``str`` or ``str | None``): its variable is taken as written."""
+    if field is None:
+        return False
+    annotation = field.annotation
+    return annotation is str or (getattr(annotation, "__args__", None) is not None
+                                 and set(annotation.__args__) == {str, type(None)})
+
+
+def _section_keys(model: type[BaseModel]) -> str:
+    return ", ".join(sorted(model.model_fields))
+
+
+def _unknown_key(parts: Sequence[str], model: type[BaseModel], origin: str) -> str:
+    """``unknown setting ingest.max_mb (from ...); did you mean 'max_file_mb'? the keys of [ingest] are: ...``."""
+    import difflib
+
+    key = ".".join(parts)
+    section = ".".join(parts[:-1])
+    where = f"[{section}]" if section else "the top level"
+    close = difflib.get_close_matches(parts[-1], list(model.model_fields), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    extra = ""
+    if not section and origin.startswith("the environment"):
+        extra = " (variables that are not settings: " + ", ".join(sorted(NON_SETTING_VARIABLES)) + ")"
+    return f"unknown setting {key!r} (from {origin}); {hint}the keys of {where} are: {_section_keys(model)}{extra}"
+
+
+def _origin(loc: Sequence[str | int], files: Sequence[Path]) -> str:
+    """Where a setting came from: the TOML files that set it, or its environment variable."""
+    found = []
+    for path in files:
+        try:
+            node: Any = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        for part in loc:
+            node = node.get(part) if isinstance(node, Mapping) and isinstance(part, str) else None
+        if node is not None:
+            found.append(str(path))
+    variable = ENV_PREFIX + "__".join(str(p).upper() for p in loc)
+    if variable in _ENVIRON_SEEN.get():
+        found.append(f"the environment variable {variable}")
+    return " and ".join(found) if found else "the settings given in code"
+
+
 def _explain(exc: ValidationError, files: list[Path]) -> str:
-    where = f" (read from {', '.join(map(str, files))} and RAGLOOM_* variables)" if files else ""
+    """One message for every problem: the key, where it was set, and what is valid (an unknown
+    key lists the valid keys of its section)."""
     problems = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "settings"
-        problems.append(f"{loc}: {err['msg']}")
-    return "invalid settings" + where + ": " + "; ".join(problems)
+        loc = [p for p in err["loc"] if isinstance(p, str | int)]
+        origin = _origin(loc, files) if loc else ""
+        if err["type"] == "extra_forbidden":
+            model: type[BaseModel] = Settings
+            for part in loc[:-1]:
+                annotation = model.model_fields[str(part)].annotation if str(part) in model.model_fields else None
+                if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                    break
+                model = annotation
+            problems.append(_unknown_key([str(p) for p in loc], model, origin))
+            continue
+        key = ".".join(str(p) for p in loc) or "settings"
+        problems.append(f"{key}: {err['msg']}" + (f" (from {origin})" if loc else ""))
+    return "invalid settings: " + "; ".join(problems)
 
 
 def index_signature(settings: Settings) -> dict[str, Any]:
@@ -352,8 +523,9 @@ def index_signature(settings: Settings) -> dict[str, Any]:
         "chunking": settings.chunking.model_dump(),
         "prefix": settings.prefix.model_dump(),
         "doc_types": settings.doc_types.model_dump(),
-        "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text},
-        "sentences": settings.sentences.model_dump(include={"enabled"}),
+        "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text,
+                      "precision": settings.embedding.precision},
+        "sentences": settings.sentences.model_dump(include={"enabled", "vectors"}),
         "retrieval": settings.retrieval.model_dump(include={"split_identifiers"}),
         "entities": settings.entities.model_dump(exclude={"back_references"}),
         "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),

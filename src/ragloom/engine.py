@@ -27,7 +27,7 @@ from ragloom.context import OptimizedContext
 from ragloom.embed import Embedder
 from ragloom.enrich.backrefs import BackReference
 from ragloom.enrich.entities import EntityExtractor, EntityMention
-from ragloom.errors import WorkspaceMismatchWarning
+from ragloom.errors import InvalidParameterError, WorkspaceMismatchWarning
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.graph.view import ContextGraph
 from ragloom.ingest import IngestPipeline, IngestReport, IngestRun, Progress, Work
@@ -164,6 +164,11 @@ class Engine:
         own interval, so as-of queries see what they saw before, chunked the new way."""
         return self.pipeline.reindex(progress=progress)
 
+    def delete(self, documents: str | Path | Iterable[str | Path], *, tenant: str | None = None) -> int:
+        """Mark documents deleted (file paths or document ids); their history is kept."""
+        items = [documents] if isinstance(documents, str | Path) else list(documents)
+        return self.pipeline.delete([str(d) for d in items], tenant=tenant)
+
     def clear(self, *, lens: str | None = None, tenant: str | None = None) -> int:
         """Delete the tenant's documents (of one lens, if given) with all their versions."""
         store = self.store
@@ -264,4 +269,9 @@ class Engine:
     def history(self, path: str | Path, *, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every version of the document at ``path``, oldest first."""
         tenant = self.components.tenant(tenant)
-        return self.store.history(tenant, document_id(tenant, Path(path).resolve().as_posix()))
+        try:
+            source = Path(path).resolve().as_posix()
+        except (OSError, ValueError, RuntimeError) as exc:  # a NUL in the path, a symlink loop
+            raise InvalidParameterError(f"history: the path {str(path)[:200]!r} cannot be resolved ({exc}); "
+                                        "give the path of an ingested file") from None
+        return self.store.history(tenant, document_id(tenant, source))

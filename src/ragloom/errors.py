@@ -42,7 +42,8 @@ class UnknownChunkError(_LookupFailed):
 
     def __init__(self, chunk_id: str, where: str) -> None:
         self.chunk_id = chunk_id
-        super().__init__(f"no chunk {chunk_id!r} in {where}; take ids from 'ragloom query --json'")
+        shown = repr(chunk_id) if len(chunk_id) <= 80 else f"{chunk_id[:60]!r}… ({len(chunk_id)} characters)"
+        super().__init__(f"no chunk {shown} in {where}; take ids from 'ragloom query --json'")
 
 
 class MissingExtraError(RagloomError, ImportError):
@@ -134,3 +135,60 @@ class LLMError(RagloomError):
         self.endpoint = endpoint
         self.reason = reason
         self.status = status
+
+
+# -- bounds on what one file may cost (the ``[ingest]`` limits), and files that are not documents --
+
+
+class NotRegularFileError(LoadError):
+    """A FIFO, socket, device or folder where a file was expected; never opened (reading a FIFO blocks)."""
+
+    reason = "not a regular file"
+
+
+class SymlinkLoopError(LoadError):
+    """A symbolic link that leads back to itself, or to a folder that contains it."""
+
+    reason = "symlink loop"
+
+
+class UnreadableFileError(LoadError):
+    """The operating system refused to read the file (permissions, I/O error)."""
+
+    reason = "cannot be read"
+
+
+class FileNameError(LoadError):
+    """A file name the store cannot hold (it keeps paths as UTF-8 text)."""
+
+    reason = "file name is not valid UTF-8"
+
+
+class TextTooLargeError(FileTooLargeError):
+    """The text a file converts to is above ``ingest.max_text_mb``."""
+
+    reason = "converted text too large"
+
+
+class TooManyRowsError(FileTooLargeError):
+    """A document would make more sentence and chunk rows than ``ingest.max_rows_per_file``."""
+
+    reason = "too many sentences and chunks"
+
+
+class ArchiveBombError(FileTooLargeError):
+    """A DOCX (a ZIP container) whose parts declare more than ``ingest.max_unpacked_mb`` uncompressed."""
+
+    reason = "expands too much when unpacked"
+
+
+class NestingTooDeepError(LoadError):
+    """HTML nested deeper than ``ingest.max_nesting`` elements (the converters recurse per level)."""
+
+    reason = "nested too deeply to convert"
+
+
+class ConversionTimeoutError(LoadError):
+    """Converting one file took longer than ``ingest.max_seconds_per_file``."""
+
+    reason = "conversion took too long"

@@ -13,7 +13,7 @@ import numpy as np
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.errors import UnknownChunkError
-from ragloom.query.result import parse_time
+from ragloom.query.result import as_of_moment
 
 if TYPE_CHECKING:
     from ragloom.components import Components
@@ -56,7 +56,7 @@ class Insights:
                         limit: int | None = None) -> list[BackReference]:
         """For each entity the chunk mentions, up to ``limit`` other chunks that mention it."""
         tenant = self.c.tenant(tenant)
-        moment = parse_time(as_of) if isinstance(as_of, str) else as_of
+        moment = as_of_moment(as_of)
         store = self.c.store
         found = store.chunks(tenant, chunk_ids=[chunk_id], with_vectors=True, as_of=moment)
         if not found:

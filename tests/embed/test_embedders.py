@@ -47,7 +47,7 @@ def test_settings_choose_the_embedder(tmp_path: Path) -> None:
     assert embedder_from_settings(EmbeddingSettings(model="hashing-128", cache=False)).dim == 128
     cached = embedder_from_settings(EmbeddingSettings(model="hashing"), tmp_path)
     assert isinstance(cached, CachedEmbedder)
-    st_embedder = embedder_from_settings(EmbeddingSettings(cache=False))
+    st_embedder = embedder_from_settings(EmbeddingSettings(cache=False, provider="sentence-transformers"))
     # Long texts are windowed; the model itself is not loaded until something is embedded.
     assert isinstance(st_embedder, WindowedEmbedder)
     assert isinstance(st_embedder.inner, SentenceTransformerEmbedder) and st_embedder.inner._model is None
@@ -55,7 +55,7 @@ def test_settings_choose_the_embedder(tmp_path: Path) -> None:
 
 
 def test_an_unknown_provider_names_the_valid_ones() -> None:
-    with pytest.raises(UnknownNameError, match="hashing, sentence-transformers"):
+    with pytest.raises(UnknownNameError, match="hashing, onnx, sentence-transformers, static"):
         embedder_from_settings(EmbeddingSettings(provider="nope", cache=False))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragloom.embed import HashingEmbedder
@@ -94,3 +95,36 @@ def test_an_interrupted_graph_is_rebuilt_by_the_next_ingest(engine: Engine, tmp_
     assert report.unchanged == 6
     assert sorted((e["src"], e["dst"], e["type"]) for e in engine.store.edges("default")) == edges
     assert not engine.store.commit_info()["graph_stale"]
+
+
+class SpanHashing(HashingEmbedder):
+    """Pools a span by embedding its text: derived sentence vectors are then checkable."""
+
+    pools = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.texts_embedded: list[str] = []
+
+    def embed(self, texts):  # noqa: ANN001, ANN201
+        self.texts_embedded.extend(texts)
+        return super().embed(texts)
+
+    def pool(self, texts, spans):  # noqa: ANN001, ANN201
+        vectors = self.embed(texts)
+        return vectors, [HashingEmbedder.embed(self, [t[a:b] for a, b in s]) if s else np.zeros((0, self.dim))
+                         for t, s in zip(texts, spans, strict=True)]
+
+
+def test_derived_sentence_vectors_come_from_the_chunk_pass(tmp_path: Path, materials: Path) -> None:
+    embedder = SpanHashing()
+    engine = Engine(tmp_path / "ws", settings=fast_settings(**{"sentences.vectors": "derived"}), embedder=embedder)
+    report = engine.ingest(materials / "engineering", lens="engineering")
+    assert report.ok
+    sentences = engine.store.chunks("default", table="sentences", with_vectors=True, columns=["text", "vector"])
+    direct = HashingEmbedder().embed([s["text"] for s in sentences])
+    assert np.allclose(np.stack([s["vector"] for s in sentences]), direct, atol=1e-6)
+    # One model pass: the chunks, plus only the few sentences that no chunk holds whole.
+    alone = [t for t in embedder.texts_embedded if t in {s["text"] for s in sentences}]
+    assert len(alone) < 0.2 * len(sentences)
+    assert len(embedder.texts_embedded) < report.chunks_written + 0.2 * len(sentences)

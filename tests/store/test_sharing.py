@@ -18,6 +18,7 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import WorkspaceLockedError
+from ragloom.ingest import Progress
 
 from ..conftest import fast_settings
 
@@ -223,3 +224,26 @@ def test_four_query_processes_during_an_ingest(tmp_path: Path) -> None:
     p50, p95 = latencies[len(latencies) // 2], latencies[int(len(latencies) * 0.95)]
     print(f"\n{len(latencies)} queries in 4 processes during 3 ingests: p50 {p50 * 1000:.0f} ms, "
           f"p95 {p95 * 1000:.0f} ms, 0 errors")
+
+
+def test_readers_keep_the_old_index_while_a_reindex_runs(tmp_path: Path) -> None:
+    ws, folder = tmp_path / "ws", tmp_path / "docs"
+    write_corpus(folder, 1)
+    engine = engine_at(ws)
+    engine.ingest(folder, lens="notes")
+    reader = engine_at(ws)
+    before = sorted(r["chunk_id"] for r in reader.store.chunks("default", columns=["chunk_id"]))
+    seen: list[int] = []
+
+    class Watch(Progress):
+        def advance(self, name: str, amount: int = 1) -> None:
+            # Half way through the reindex, another engine reads the workspace.
+            seen.append(len(reader.query("catalog integration notes", k=50).results))
+            assert sorted(r["chunk_id"] for r in reader.store.chunks("default", columns=["chunk_id"])) == before
+
+    rebuilt = Engine(ws, settings=fast_settings(**{"chunking.chunk_size": 60, "chunking.chunk_overlap": 10}),
+                     embedder=HashingEmbedder())
+    rebuilt.reindex(progress=Watch())
+    assert seen and all(n == seen[0] for n in seen)
+    after = {r["chunk_id"] for r in reader.store.chunks("default", columns=["chunk_id"])}
+    assert after and after != set(before)  # the new index, whole, once the reindex committed

@@ -40,8 +40,20 @@ def _sentence_transformers(settings: EmbeddingSettings) -> Embedder:
     return SentenceTransformerEmbedder(settings.model, device=settings.device, batch_size=settings.batch_size)
 
 
+def _onnx(settings: EmbeddingSettings) -> Embedder:
+    from ragloom.embed.onnx import OnnxEmbedder
+
+    return OnnxEmbedder(settings.model, precision=settings.precision)
+
+
+def _static(settings: EmbeddingSettings) -> Embedder:
+    from ragloom.embed.static import STATIC_MODEL, StaticEmbedder
+
+    return StaticEmbedder(DEFAULT_MODEL if settings.model == STATIC_MODEL else settings.model)
+
+
 def _builtin_embedders() -> dict[str, EmbedderFactory]:
-    return {"hashing": _hashing, "sentence-transformers": _sentence_transformers}
+    return {"hashing": _hashing, "sentence-transformers": _sentence_transformers, "onnx": _onnx, "static": _static}
 
 
 #: Embedding providers by name: the built-ins, then the ``ragloom.embedders`` entry points.
@@ -53,7 +65,18 @@ def provider_name(settings: EmbeddingSettings) -> str:
     sentence-transformers for anything else (a local folder, the bundled default, a hub name)."""
     if settings.provider != "auto":
         return settings.provider
-    return "hashing" if settings.model == "hashing" or settings.model.startswith("hashing-") else "sentence-transformers"
+    if settings.model == "hashing" or settings.model.startswith("hashing-"):
+        return "hashing"
+    if settings.model == "minilm-static":
+        return "static"
+    return "onnx" if _onnx_usable() else "sentence-transformers"
+
+
+def _onnx_usable() -> bool:
+    """onnxruntime and tokenizers are installed, and the model can be (or was) exported."""
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("onnxruntime", "tokenizers", "onnx", "torch"))
 
 
 def embedder_from_settings(settings: EmbeddingSettings, cache_dir: Path | None = None) -> Embedder:

@@ -61,6 +61,20 @@ class CachedEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
 
+    @property
+    def pools(self) -> bool:
+        return bool(getattr(self.inner, "pools", False))
+
+    def pool(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+             ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The inner embedder's :meth:`~ragloom.embed.windowed.WindowedEmbedder.pool` (token
+        states must be computed anyway); the texts' vectors are cached."""
+        vectors, span_vectors = self.inner.pool(texts, spans)  # type: ignore[attr-defined]
+        with self._connect() as db:
+            db.executemany("INSERT OR REPLACE INTO vectors (key, vec) VALUES (?, ?)",
+                           [(self._key(t), v.astype(np.float32).tobytes()) for t, v in zip(texts, vectors, strict=True)])
+        return vectors, span_vectors
+
     def embed_query(self, text: str) -> np.ndarray:
         result: np.ndarray = self.embed([text])[0]
         return result

@@ -30,6 +30,15 @@ def resolve_model(model: str) -> str:
     return model
 
 
+def _device(device: str) -> str:
+    """``auto``: the GPU when torch sees one, else the CPU."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 @contextlib.contextmanager
 def _no_loading_bar() -> Iterator[None]:
     """transformers' weight-loading bar off while the model loads (it would draw over
@@ -51,7 +60,7 @@ def _no_loading_bar() -> Iterator[None]:
 class SentenceTransformerEmbedder:
     """Embeds with a sentence-transformers model, loaded on first use, on the CPU by default."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", batch_size: int = 32) -> None:
+    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "auto", batch_size: int = 32) -> None:
         self.model_name = model
         self.name = f"st:{model}"
         self.device = device
@@ -76,7 +85,7 @@ class SentenceTransformerEmbedder:
             # Weights on disk are read from disk only: the hub client is never asked (the
             # process's HF_HUB_OFFLINE is left as the user set it).
             with _no_loading_bar():
-                return SentenceTransformer(path, device=self.device, local_files_only=Path(path).exists())
+                return SentenceTransformer(path, device=_device(self.device), local_files_only=Path(path).exists())
         except Exception as exc:  # hub, file and torch errors all mean the same to the user
             raise EmbeddingError(
                 f"could not load embedding model {self.model_name!r} from {path} ({type(exc).__name__}: {exc}); "

@@ -69,14 +69,23 @@ def windows(texts: Sequence[str], pieces: Sequence[Pieces], room: int) -> tuple[
     A text of at most ``room`` pieces is its own window; a longer one is cut every ``room``
     pieces, backed up to the first piece of a word so that no word is split between windows.
     """
+    out, owner, weight, _ = window_spans(texts, pieces, room)
+    return out, owner, weight
+
+
+def window_spans(texts: Sequence[str], pieces: Sequence[Pieces], room: int
+                 ) -> tuple[list[str], np.ndarray, np.ndarray, list[int]]:
+    """:func:`windows`, and where each window starts in its text."""
     out: list[str] = []
     owner: list[int] = []
     weight: list[int] = []
+    starts: list[int] = []
     for i, (text, offsets) in enumerate(zip(texts, pieces, strict=True)):
         if len(offsets) <= room:
             out.append(text)
             owner.append(i)
             weight.append(max(len(offsets), 1))
+            starts.append(0)
             continue
         start = 0
         while start < len(offsets):
@@ -89,8 +98,9 @@ def windows(texts: Sequence[str], pieces: Sequence[Pieces], room: int) -> tuple[
             out.append(text[offsets[start][0] : offsets[stop - 1][1]])
             owner.append(i)
             weight.append(stop - start)
+            starts.append(offsets[start][0])
             start = stop
-    return out, np.asarray(owner, dtype=np.int64), np.asarray(weight, dtype=np.float32)
+    return out, np.asarray(owner, dtype=np.int64), np.asarray(weight, dtype=np.float32), starts
 
 
 def declares_window(embedder: object) -> bool:
@@ -115,6 +125,43 @@ class WindowedEmbedder:
     @property
     def max_tokens(self) -> int:
         return int(getattr(self.inner, "max_tokens"))  # noqa: B009 - a declared attribute, maybe a lazy property
+
+    @property
+    def pools(self) -> bool:
+        """Whether the model can pool token states over spans (see :meth:`pool`)."""
+        return callable(getattr(self.inner, "pool", None))
+
+    def pool(self, texts: Sequence[str], spans: Sequence[Sequence[tuple[int, int]]]
+             ) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Each text's vector (windowed as :meth:`embed`), and a normalised vector per span:
+        the mean of the token states inside it, across windows; a span with no token inside
+        any window gets a zero vector."""
+        dim = self.dim
+        if not texts:
+            return np.zeros((0, dim), dtype=np.float32), []
+        room = max(self.max_tokens - WINDOW_MARGIN, 8)
+        splitter = self._splitter or _bundled_splitter()
+        pieces, owner, weight, starts = window_spans(texts, splitter(texts), room)
+        local: list[list[tuple[int, int]]] = []
+        where: list[list[int]] = []  # for each window span, its index among its text's spans
+        for piece, text_i, start in zip(pieces, owner.tolist(), starts, strict=True):
+            end = start + len(piece)
+            mine = [(j, max(a, start) - start, min(b, end) - start)
+                    for j, (a, b) in enumerate(spans[text_i]) if a < end and b > start]
+            local.append([(a, b) for _, a, b in mine])
+            where.append([j for j, _, _ in mine])
+        vectors, sums, counts = self.inner.pool(pieces, local)  # type: ignore[attr-defined]
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        np.add.at(out, owner, np.asarray(vectors, dtype=np.float32) * weight[:, None])
+        span_sums = [np.zeros((len(s), dim), dtype=np.float32) for s in spans]
+        span_counts = [np.zeros(len(s), dtype=np.float32) for s in spans]
+        for w, text_i in enumerate(owner.tolist()):
+            for k, j in enumerate(where[w]):
+                span_sums[text_i][j] += sums[w][k]
+                span_counts[text_i][j] += counts[w][k]
+        span_vectors = [normalize_rows(s / np.maximum(c, 1.0)[:, None]) for s, c in zip(span_sums, span_counts,
+                                                                                          strict=True)]
+        return normalize_rows(out), span_vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ragloom.config import EmbeddingSettings
 from ragloom.embed import Embedder
 from ragloom.errors import UnknownNameError
 from ragloom.evaluate.context import EvalContext
@@ -43,12 +44,14 @@ SUITES = ("ab", "chunking", "contextual", "windows")
 
 
 def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, limit: int | None = None,
-              progress: Callable[[str], None] | None = None,
-              embedder: Embedder | None = None) -> tuple[SuiteResult, dict[str, Path]]:
-    """Run one suite and write its report under ``out``."""
+              progress: Callable[[str], None] | None = None, embedder: Embedder | None = None,
+              embedding: EmbeddingSettings | None = None) -> tuple[SuiteResult, dict[str, Path]]:
+    """Run one suite and write its report under ``out`` (with ``embedder``, or the one the
+    ``embedding`` settings name, by default the default settings' one)."""
     run = _suite(name)
     kwargs = {"cache": cache} if cache is not None else {}
-    ctx = EvalContext(data=data, out=out, limit=limit, embedder=embedder, progress=progress or (lambda m: None), **kwargs)
+    ctx = EvalContext(data=data, out=out, limit=limit, embedder=embedder, progress=progress or (lambda m: None),
+                      embedding=embedding, **kwargs)
     started = time.perf_counter()
     result = run(ctx)
     result.seconds = time.perf_counter() - started

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ragloom.embed import CachedEmbedder, Embedder, SentenceTransformerEmbedder, normalize_rows
+from ragloom.config import EmbeddingSettings
+from ragloom.embed import Embedder, embedder_from_settings, normalize_rows
 
 
 def default_cache() -> Path:
@@ -25,12 +26,15 @@ class EvalContext:
     limit: int | None = None  # questions (or queries) to use; None: all
     embedder: Embedder | None = None
     progress: Callable[[str], None] = lambda message: None
+    #: The embedder to measure when none is given (default: the default settings' one).
+    embedding: EmbeddingSettings | None = None
 
     def __post_init__(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         if self.embedder is None:
             # Cached by text and model: a second run of a suite embeds nothing.
-            self.embedder = CachedEmbedder(SentenceTransformerEmbedder(), self.cache / "embeddings.sqlite")
+            settings = (self.embedding or EmbeddingSettings()).model_copy(update={"cache": True})
+            self.embedder = embedder_from_settings(settings, self.cache)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         assert self.embedder is not None

@@ -4,6 +4,7 @@ delete."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -15,7 +16,8 @@ from ragloom.errors import InvalidParameterError, LoadError, RagloomError
 from ragloom.ingest.report import IngestReport, Progress
 from ragloom.ingest.stages import Stage, default_stages
 from ragloom.ingest.work import IngestRun, Work
-from ragloom.load import iter_files, validate_name
+from ragloom.load import scan, validate_name
+from ragloom.load.scan import real_path
 from ragloom.parse.doctype import infer_doc_type
 from ragloom.store.lance import GRAPH_STALE
 from ragloom.store.plan import CHUNKS, SENTENCES
@@ -132,6 +134,8 @@ class IngestPipeline:
             for item in items:
                 if item.skip == "unchanged":
                     run.report.unchanged += 1
+                    run.report.note(item.source, "unchanged",
+                                    chunks=int(item.previous["chunk_count"]) if item.previous else 0)
             items = [i for i in items if i.skip is None]
         return items
 
@@ -142,11 +146,11 @@ class IngestPipeline:
             return []
         if len(items) == 1:
             return self._apply(stages, items, run)
-        saved = len(run.report.failed)
+        saved, noted = len(run.report.failed), len(run.report.documents)
         done = self._apply(stages, items, run)
         if done or len(run.report.failed) == saved:
             return done
-        del run.report.failed[saved:]
+        run.report.forget_failures_since(saved, noted)
         return [ok for item in items for ok in self._apply(stages, [item], run)]
 
     @staticmethod
@@ -164,20 +168,45 @@ class IngestPipeline:
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
                sync: bool = False, progress: Progress | None = None) -> IngestReport:
-        """Every supported file under ``paths`` under ``lens`` (see :meth:`Engine.ingest`)."""
+        """Every supported file under ``paths`` under ``lens`` (see :meth:`Engine.ingest`).
+
+        Each file is read once however it is reached (links, a path given twice, folders that
+        overlap); an entry that is not a document (a symlink loop, a FIFO, an unreadable file,
+        a name that is not UTF-8) gets one line in the report and the rest of the batch lands.
+        """
         lens = validate_name("lens", lens)
         tenant = self.c.tenant(tenant)
         paths = [paths] if isinstance(paths, str | Path) else list(paths)
         s = self.c.settings.ingest
-        files = list(iter_files(paths, extensions=s.extensions, include_hidden=s.include_hidden))
-        report = IngestReport(files=len(files))
-        items = (Work(str(f), path=f, lens=lens, tenant=tenant) for f in files)
-        if not sync:
-            return self.run(items, progress=progress, report=report, total=len(files))
-        at = datetime.now(UTC)
-        with self.c.store.writer(on_wait=(progress or Progress()).message):
-            self.run(items, progress=progress, report=report, total=len(files), at=at)
-            report.deleted = self._sync(paths, files, lens, tenant, at)
+        found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden)
+        report = IngestReport(files=len(found))
+        progress = progress or Progress()
+        for entry in found:
+            if entry.problem is not None:
+                report.fail(entry.display, str(entry.problem))
+                progress.message(str(entry.problem))
+        files = [f for f in found if f.problem is None]
+        items = (Work(f.display, path=f.path, lens=lens, tenant=tenant) for f in files)
+        try:
+            if not sync:
+                self.run(items, progress=progress, report=report, total=len(files))
+            else:
+                at = datetime.now(UTC)
+                with self.c.store.writer(on_wait=progress.message):
+                    self.run(items, progress=progress, report=report, total=len(files), at=at)
+                    report.deleted = self._sync(paths, [f.real for f in found], lens, tenant, at)
+        finally:
+            for stage in self.stages:
+                close = getattr(stage, "close", None)
+                if callable(close):
+                    close()
+        # What was done to read a file (a "note" line) joins that file's own line of the report.
+        notes = {d["source"]: d["message"] for d in report.documents if d["status"] == "note"}
+        if notes:
+            report.documents = [d for d in report.documents if d["status"] != "note"]
+            for d in report.documents:
+                if d["source"] in notes and not d["message"]:
+                    d["message"] = notes[d["source"]]
         return report
 
     def add_documents(self, documents: Sequence[Document], *, spans: Mapping[str, Sequence[PresetSpan]] | None = None,
@@ -199,14 +228,16 @@ class IngestPipeline:
         c = self.c
         c.reindexing = True  # an outdated workspace may be opened to be rebuilt
         try:
-            with c.store.writer(on_wait=progress.message):
+            # One transaction: readers keep the old index until the new one is whole, and a
+            # crash half way leaves the old one.
+            with c.store.writer(on_wait=progress.message), c.store.transaction():
                 store = c.store
                 chains: dict[tuple[str, str], list[dict[str, Any]]] = {}
                 for row in store.all_document_versions():
                     chains.setdefault((row["tenant_id"], row["document_id"]), []).append(row)
                 for chain in chains.values():
                     chain.sort(key=lambda r: r["version_sequence"])
-                store.drop_derived()
+                store.drop_derived(c.embedder.dim)
                 c.reload_extractor()  # the gazetteer may have changed too
                 report.files = len(chains)
                 depth = max((len(ch) for ch in chains.values()), default=0)
@@ -246,23 +277,41 @@ class IngestPipeline:
             row["source_path"].rsplit("/", 1)[-1], row["text"] or "", row["lens"],
             rules=self.c.doc_rules, default=self.c.settings.doc_types.default)
 
-    def _sync(self, paths: Sequence[str | Path], files: Sequence[Path], lens: str, tenant: str, at: datetime) -> int:
-        """Tombstone documents of ``lens`` under the folders in ``paths`` whose files are gone."""
-        folders = [Path(p).resolve().as_posix().rstrip("/") + "/" for p in paths if Path(p).is_dir()]
-        seen = {f.resolve().as_posix() for f in files}
+    def _sync(self, paths: Sequence[str | Path], seen: Iterable[str], lens: str, tenant: str, at: datetime) -> int:
+        """Tombstone documents of ``lens`` under the folders in ``paths`` whose files are gone
+        (``seen``: the real paths found by this run)."""
+        folders = [real_path(Path(p)).rstrip("/") + "/" for p in paths if Path(p).is_dir()]
+        present = set(seen)
         gone = [row for row in self.c.store.documents(tenant)
-                if row["lens"] == lens and row["source_path"] not in seen
-                and any(row["source_path"].startswith(f) for f in folders) and not Path(row["source_path"]).exists()]
+                if row["lens"] == lens and row["source_path"] not in present
+                and any(row["source_path"].startswith(f) for f in folders) and not os.path.exists(row["source_path"])]
+        return self._remove(gone, tenant, at)
+
+    def delete(self, documents: Iterable[str], *, tenant: str | None = None) -> int:
+        """Mark documents deleted (by source path, as given or resolved, or document id): their
+        history stays, as-of queries still see them before now. Returns how many were current."""
+        tenant = self.c.tenant(tenant)
+        wanted = {str(d) for d in documents}
+        wanted |= {real_path(Path(w)) for w in list(wanted)}
+        with self.c.store.writer():
+            rows = [r for r in self.c.store.documents(tenant)
+                    if r["document_id"] in wanted or r["source_path"] in wanted]
+            return self._remove(rows, tenant, datetime.now(UTC), summary="deleted")
+
+    def _remove(self, rows: Sequence[Mapping[str, Any]], tenant: str, at: datetime, *,
+                summary: str = "file removed") -> int:
+        """Tombstone every document of ``rows``, then take their chunks out of the graph."""
         removed: list[Mapping[str, Any]] = []
-        for row in gone:
-            removed.extend(self._delete(row, at))
+        for row in rows:
+            removed.extend(self._delete(row, at, summary=summary))
         if removed and self.c.settings.graph.enabled:
             from ragloom.graph.maintain import GraphMaintainer
 
             GraphMaintainer(self.c).update(tenant, set(), removed)
-        return len(gone)
+        return len(rows)
 
-    def _delete(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None) -> list[dict[str, Any]]:
+    def _delete(self, row: Mapping[str, Any], at: datetime, *, version: str | None = None,
+                summary: str = "file removed") -> list[dict[str, Any]]:
         """Close every current row of a document and record tombstones (a new document version
         unless ``version`` names an existing tombstone row, as when reindex replays one);
         returns the chunk rows it closed."""
@@ -276,9 +325,10 @@ class IngestPipeline:
                 close[kind].append(old["version_id"])
                 rows[kind].append(tombstone(old, tomb, at))
         if version is None:
-            rows["documents"] = [document_tombstone(row, tomb, at)]
+            rows["documents"] = [document_tombstone(row, tomb, at, summary=summary)]
             close["documents"] = [row["version_id"]]
         previous = row["previous_version_id"] if version is not None else row["version_id"]
         store.write(rows=rows, close=close, close_mentions_of=[previous] if previous else [], at=at,
                     dim=self.c.embedder.dim)
         return [{**r, "change_type": "closed"} for r in rows[CHUNKS]]
+

@@ -18,6 +18,10 @@ class Progress:
     def message(self, text: str) -> None:
         """Something worth a line of its own (a skipped file, for example)."""
 
+    def note(self, text: str) -> None:
+        """A file that landed with something worth saying (read as Windows-1252, say)."""
+        self.message(text)
+
 
 @dataclass
 class IngestReport:
@@ -35,13 +39,26 @@ class IngestReport:
     relationships: int = 0  # context-graph edges added or recomputed
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    #: One line per file: ``{"source", "status" (added | updated | unchanged | failed),
+    #: "chunks" (the version's chunks), "written" (chunk rows written), "message"}``.
+    documents: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.failed
 
+    def note(self, source: str, status: str, *, chunks: int = 0, written: int = 0, message: str = "") -> None:
+        self.documents.append({"source": source, "status": status, "chunks": chunks, "written": written,
+                               "message": message})
+
     def fail(self, source: str, message: str) -> None:
         self.failed.append((source, message))
+        self.note(source, "failed", message=message)
+
+    def forget_failures_since(self, failed: int, documents: int) -> None:
+        """Take back failures recorded after these counts (a batch retried one by one)."""
+        del self.failed[failed:]
+        self.documents[documents:] = [d for d in self.documents[documents:] if d["status"] != "failed"]
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds

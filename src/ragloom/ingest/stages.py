@@ -23,13 +23,15 @@ in order, and a user can insert their own.
 
 from __future__ import annotations
 
+import bisect
 import time
-from typing import ClassVar, Literal, Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from ragloom.chunk import Chunker
-from ragloom.chunk.preset import PresetChunker
+from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.embed import HashingEmbedder
 from ragloom.enrich import content_hash, enrich_chunks
 from ragloom.enrich.entities import entities_per_chunk
@@ -37,11 +39,15 @@ from ragloom.enrich.keyterms import extract_key_terms
 from ragloom.enrich.quality import assess_chunks
 from ragloom.enrich.search_text import search_text
 from ragloom.enrich.timeref import extract_time_refs, time_labels
+from ragloom.errors import TooManyRowsError
 from ragloom.ingest.work import IngestRun, Work
-from ragloom.load import document_id, file_hash
-from ragloom.parse.sections import parse_sections
+from ragloom.load import ConverterProcess, Limits, display_path, document_id, file_hash, load_file, read_file
+from ragloom.load.scan import real_path
+from ragloom.parse.sections import _headings, parse_sections
+from ragloom.parse.sentences import sentence_spans
 from ragloom.store.plan import CHUNKS, SENTENCES, Track, plan_track, summary_of, track_rows
 from ragloom.store.schema import document_row, mention_rows
+from ragloom.versions import DELETE
 
 Scope = Literal["document", "batch", "run"]
 
@@ -80,34 +86,142 @@ class _Timed:
 
 
 class Load(_Timed):
-    """Files become documents; unchanged ones (same bytes, same lens, every chunk present)
-    leave the run before they are parsed."""
+    """Files become documents within the ``[ingest]`` bounds (size on disk, converted text,
+    unpacked parts, nesting, rows, conversion time; see :mod:`ragloom.load.limits`).
+
+    Unchanged files (same bytes, same lens, every chunk present) leave the run before they are
+    parsed. A file whose document was deleted continues that document's history (its next
+    version reads "restored"). A document of headings only becomes chunks of its headings,
+    so that it can be found. What was done to read a file (a fallback encoding, NULs removed,
+    headings indexed) is noted on its line of the report.
+    """
 
     name = "load"
     scope: ClassVar[Scope] = "document"
+    #: Characters of headings per chunk of a document that has nothing but headings.
+    heading_chunk_chars = 1000
+
+    def __init__(self) -> None:
+        self._converter: ConverterProcess | None = None
+
+    def close(self) -> None:
+        """Stop the converter process, if one was started (the next file starts another)."""
+        if self._converter is not None:
+            self._converter.close()
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
+        limits = Limits.from_settings(c.settings.ingest)
         for item in items:
+            notes: tuple[str, ...] = ()
             if item.document is None:
                 assert item.path is not None, "a work item has a path or a document"
-                source = item.path.resolve().as_posix()
-                item.previous = run.current(item.tenant, document_id(item.tenant, source))
-                data = item.path.read_bytes() if item.path.is_file() else None
-                if data is None or not self._unchanged(item, run, "file_hash", file_hash(data)):
-                    item.document = c.load(item.path, lens=item.lens, tenant=item.tenant, data=data)
+                item.previous = self._previous(item, run, document_id(item.tenant, real_path(item.path)))
+                data = read_file(item.path, limits)
+                if not self._unchanged(item, run, "file_hash", file_hash(data)):
+                    loaded = load_file(item.path, lens=item.lens, tenant=c.tenant(item.tenant), limits=limits,
+                                       doc_type_rules=c.doc_rules, default_doc_type=c.settings.doc_types.default,
+                                       data=data, converter=self._converter_for(limits))
+                    item.document, notes = loaded.document, loaded.notes
             elif not item.doc_row_exists:  # reindex gives each replayed version its predecessor
-                item.previous = run.current(item.tenant, item.document.document_id)
+                item.previous = self._previous(item, run, item.document.document_id)
                 self._unchanged(item, run, "content_hash", content_hash(item.document.text))
+            if item.document is None or item.skip is not None:
+                continue
+            self._check_rows(item, run, limits)
+            if item.spans is None:
+                notes += self._headings_only(item)
+            if notes and item.path is not None:
+                line = f"{display_path(item.path)}: {'; '.join(notes)}; ingested"
+                run.report.note(item.source, "note", message=line)
+                run.progress.note(line)
         return items
+
+    def _converter_for(self, limits: Limits) -> ConverterProcess | None:
+        """The child process that converts PDF, DOCX and HTML under the time limit (none without one)."""
+        if limits.max_seconds is None:
+            return None
+        if self._converter is None:
+            self._converter = ConverterProcess()
+        return self._converter
+
+    @staticmethod
+    def _previous(item: Work, run: IngestRun, doc_id: str) -> Mapping[str, Any] | None:
+        """The document's current row; else, if its last version is a deletion, that tombstone,
+        so that a file ingested again continues its history instead of starting a new one."""
+        row = run.current(item.tenant, doc_id)
+        return row if row is not None else run.tombstone(item.tenant, doc_id)
 
     @staticmethod
     def _unchanged(item: Work, run: IngestRun, column: str, digest: str) -> bool:
         row = item.previous
-        if row is None or row[column] != digest or row["lens"] != item.lens or not run.whole(item.tenant, row):
+        if (row is None or row["change_type"] == DELETE or row[column] != digest or row["lens"] != item.lens
+                or not row.get("chunk_count") or not run.whole(item.tenant, row)):
             return False
         item.skip = "unchanged"
         return True
+
+    @staticmethod
+    def _check_rows(item: Work, run: IngestRun, limits: Limits) -> None:
+        """Refuse a document that would make more sentence and chunk rows than
+        ``ingest.max_rows_per_file``: a cheap upper bound first, the sentence splitter if needed."""
+        if limits.max_rows is None:
+            return
+        s = run.components.settings
+        text = item.doc.text
+        size = run.components.chunker.size_model()
+        chunks = len(text) // max(1, size.target * (4 if size.unit == "tokens" else 1)) + 1
+        if not s.sentences.enabled:
+            sentences = 0
+        else:
+            bound = (text.count("\n") + text.count(".") + text.count("!") + text.count("?") + text.count("\u2026")
+                     + len(text) // s.chunking.max_sentence_chars + 1)
+            sentences = bound if bound + chunks <= limits.max_rows else len(
+                sentence_spans(text, 0, len(text), max_chars=s.chunking.max_sentence_chars))
+        if sentences + chunks > limits.max_rows:
+            raise TooManyRowsError(
+                display_path(item.path) if item.path is not None else item.source,
+                f"about {sentences:,} sentences and {chunks:,} chunks, above ingest.max_rows_per_file = "
+                f"{limits.max_rows}", fix="raise ingest.max_rows_per_file or split the file")
+
+    def _headings_only(self, item: Work) -> tuple[str, ...]:
+        """Chunk spans for a document with headings and nothing under them (the chunkers skip
+        sections without text): its headings, grouped, are what it says."""
+        text = item.doc.text
+        if parse_sections(text):
+            return ()
+        spans = self.heading_spans(text, self.heading_chunk_chars)
+        if not spans:
+            return ()
+        item.spans = spans
+        return (f"only headings, no text under them: indexed as {len(spans)} chunk{'s' if len(spans) > 1 else ''} "
+                "of headings",)
+
+    @staticmethod
+    def heading_spans(text: str, max_chars: int) -> list[PresetSpan]:
+        """Spans of consecutive heading lines, each under ``max_chars`` when a line allows, with
+        the heading path of its first heading."""
+        spans: list[PresetSpan] = []
+        path: tuple[str, ...] = ()
+        levels: tuple[int, ...] = ()
+        start = end = -1
+        first: tuple[str, ...] = ()
+        for line_start, body, level, title in _headings(text):
+            keep = sum(1 for lv in levels if lv < level)
+            path, levels = path[:keep] + (title,), levels[:keep] + (level,)
+            line_end = min(body, len(text))
+            while line_end > line_start and text[line_end - 1].isspace():
+                line_end -= 1
+            if line_end <= line_start:
+                continue
+            if start < 0 or line_end - start > max_chars:
+                if start >= 0:
+                    spans.append((start, end, first))
+                start, first = line_start, tuple(t for t in path if t)
+            end = line_end
+        if start >= 0:
+            spans.append((start, end, first))
+        return spans
 
 
 class Parse(_Timed):
@@ -194,12 +308,18 @@ class Version(_Timed):
                 old = store.chunks(doc.tenant, document_ids=[doc.document_id], with_vectors=True,
                                    table=kind) if item.previous is not None else []
                 embedded = (lambda ch: ch.contextualized_text) if kind == CHUNKS and contextual else (lambda ch: ch.text)
-                item.tracks[kind] = plan_track(kind, doc.document_id, item.version, chunks, old, embedded)
+                item.tracks[kind] = plan_track(kind, doc, item.version, chunks, old, embedded)
         return items
 
 
 class Embed(_Timed):
-    """Vectors for every planned row that has none, in sub-batches so that progress moves."""
+    """Vectors for every planned row that has none, in sub-batches so that progress moves.
+
+    With ``sentences.vectors = "derived"`` and an embedder that pools token states (the ONNX
+    one), a sentence inside a chunk being embedded takes its vector from that chunk's pass:
+    the mean of its tokens' states there, so the sentence index costs no second model call.
+    Sentences no such chunk holds are embedded on their own.
+    """
 
     name = "embed"
     scope: ClassVar[Scope] = "batch"
@@ -207,20 +327,69 @@ class Embed(_Timed):
     step = 256
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
-        jobs = [(track, i) for item in items for track in item.tracks.values() for i in track.needs_vector()]
+        needs = {id(track): track.needs_vector() for item in items for track in item.tracks.values()}
         run.report.chunks_reused += sum(len(t.vectors) for item in items for t in item.tracks.values())
+        embedder = run.components.embedder
+        derive = run.components.settings.sentences.vectors == "derived" and bool(getattr(embedder, "pools", False))
+        spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # chunk job -> (sentence, start, end)
+        if derive:
+            for item in items:
+                chunks, sentences = item.tracks[CHUNKS], item.tracks.get(SENTENCES)
+                if sentences is not None:
+                    needs[id(sentences)] = _assign_sentences(chunks, needs[id(chunks)], sentences,
+                                                             needs[id(sentences)], spans)
+        jobs = [(track, i) for item in items for track in item.tracks.values() for i in needs[id(track)]]
         if not jobs:
             return items
-        embedder = run.components.embedder
-        run.progress.stage("Embedding", len(jobs))
+        run.progress.stage("Embedding", len(jobs) + sum(len(v) for v in spans.values()))
         for lo in range(0, len(jobs), self.step):
             part = jobs[lo : lo + self.step]
-            vectors = embedder.embed([track.embedded[i] for track, i in part])
+            texts = [track.embedded[i] for track, i in part]
+            pooled = [spans.get((id(track), i), []) for track, i in part]
+            if any(pooled):
+                vectors, span_vectors = embedder.pool(texts, [[(a, b) for _, a, b in p] for p in pooled])  # type: ignore[attr-defined]
+                for (track, _), found, vecs in zip(part, pooled, span_vectors, strict=True):
+                    if found:
+                        sentences_track = _sentences_of(items, track)
+                        for (position, _, _), vector in zip(found, vecs, strict=True):
+                            sentences_track.vectors[position] = vector
+            else:
+                vectors = embedder.embed(texts)
             for (track, i), vector in zip(part, vectors, strict=True):
                 track.vectors[i] = vector
-            run.progress.advance("Embedding", len(part))
+            run.progress.advance("Embedding", len(part) + sum(len(p) for p in pooled))
         run.report.chunks_embedded += sum(1 for track, _ in jobs if track.kind == CHUNKS)
         return items
+
+
+def _assign_sentences(chunks: Track, embedding: Sequence[int], sentences: Track, wanted: Sequence[int],
+                      spans: dict[tuple[int, int], list[tuple[int, int, int]]]) -> list[int]:
+    """Give each wanted sentence to the first chunk being embedded that holds it whole (its span
+    in that chunk's embedded text recorded in ``spans``); returns the sentences left to embed."""
+    # In document order chunk ends rise with chunk starts, so the last chunk starting at or
+    # before a sentence is the only one that can hold it whole.
+    holders = sorted((chunks.plans[i].chunk.start, chunks.plans[i].chunk.end, i) for i in embedding)
+    starts = [h[0] for h in holders]
+    alone = []
+    for position in wanted:
+        s = sentences.plans[position].chunk
+        k = bisect.bisect_right(starts, s.start) - 1
+        found = holders[k][2] if k >= 0 and s.end <= holders[k][1] else None
+        if found is None:
+            alone.append(position)
+            continue
+        chunk = chunks.plans[found].chunk
+        offset = len(chunks.embedded[found]) - len(chunk.text)  # the prefix, when contextual
+        local = offset + s.start - chunk.start
+        spans.setdefault((id(chunks), found), []).append((position, local, local + len(s.text)))
+    return alone
+
+
+def _sentences_of(items: Sequence[Work], chunks: Track) -> Track:
+    for item in items:
+        if item.tracks.get(CHUNKS) is chunks:
+            return item.tracks[SENTENCES]
+    raise AssertionError("a chunk track belongs to a work item")  # pragma: no cover
 
 
 class Quality(_Timed):
@@ -295,6 +464,9 @@ class Store(_Timed):
                 report.added += 1
             else:
                 report.updated += 1
+            track = item.tracks[CHUNKS]
+            report.note(item.source, "added" if item.previous is None else "updated", chunks=len(track.plans),
+                        written=sum(1 for keep in track.keep if not keep))
             self._note_changes(item, run)
         return items
 

@@ -89,12 +89,20 @@ class IngestRun:
     rebuild_graph: bool = False
     _current: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
     _counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    _tombstones: dict[str, dict[str, Mapping[str, Any]]] = field(default_factory=dict)
 
     def current(self, tenant: str, document_id: str) -> Mapping[str, Any] | None:
         """The document's current row, read once per tenant per run (under the write lock)."""
         if tenant not in self._current:
             self._current[tenant] = {r["document_id"]: r for r in self.components.store.documents(tenant)}
         return self._current[tenant].get(document_id)
+
+    def tombstone(self, tenant: str, document_id: str) -> Mapping[str, Any] | None:
+        """The deletion that ended the document's history, if it was deleted and not restored
+        (read once per tenant per run)."""
+        if tenant not in self._tombstones:
+            self._tombstones[tenant] = self.components.store.tombstones(tenant)
+        return self._tombstones[tenant].get(document_id)
 
     def current_rows(self, tenant: str) -> Mapping[str, Mapping[str, Any]]:
         self.current(tenant, "")

@@ -6,39 +6,55 @@ import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from stat import S_ISREG
 
-from ragloom.errors import EmptyDocumentError, FileTooLargeError, InvalidParameterError, LoadError
+from ragloom.errors import EmptyDocumentError, FileTooLargeError, InvalidParameterError, NotRegularFileError
+from ragloom.load.limits import MIB, Limits, display_path, mib
 from ragloom.load.normalize import (
     normalize_text,
     parse_date,
     split_front_matter,
     title_from_filename,
 )
-from ragloom.load.readers import READERS, convert
+from ragloom.load.readers import ISOLATED, READERS, convert, media_type_of
+from ragloom.load.scan import Found, file_kind, name_problem, real_path, scan, stat_error
+from ragloom.load.worker import ConverterProcess
 from ragloom.parse.doctype import DEFAULT_RULES, DocTypeRule, infer_doc_type
 from ragloom.parse.sections import parse_sections
 from ragloom.types import Document
 
 __all__ = [
     "READERS",
+    "ConverterProcess",
+    "Found",
+    "Limits",
+    "Loaded",
+    "display_path",
     "document_id",
     "file_hash",
     "iter_files",
     "load_document",
+    "load_file",
     "normalize_text",
+    "read_file",
+    "scan",
     "validate_name",
 ]
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+# fullmatch, not ``$``: "acme\n" is not the name "acme".
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def validate_name(kind: str, value: str) -> str:
     """Lens and tenant names: letters, digits, ``_ . -``; 1 to 64 characters."""
-    if not isinstance(value, str) or not _NAME.match(value):
+    if not isinstance(value, str) or not _NAME.fullmatch(value):
+        shown = repr(value) if not isinstance(value, str) or len(value) <= 80 else (
+            f"{value[:40]!r}… ({len(value)} characters)")
         raise InvalidParameterError(
-            f"{kind} {value!r} is not a valid name; use 1 to 64 letters, digits, '_', '.' or '-', "
+            f"{kind} {shown} is not a valid name; use 1 to 64 letters, digits, '_', '.' or '-', "
             "starting with a letter or digit (for example 'team-structured')"
         )
     return value
@@ -50,23 +66,22 @@ def document_id(tenant: str, source_path: str) -> str:
 
 def iter_files(paths: Iterable[str | Path], *, extensions: Sequence[str] | None = None,
                include_hidden: bool = False) -> Iterator[Path]:
-    """Every file under ``paths`` (recursively, sorted), filtered by extension for folders.
+    """Every file under ``paths`` (recursively, sorted, each once), filtered by extension for
+    folders; see :func:`scan`, which also says why an entry is not a document.
 
     A file named explicitly is always yielded, so that an unsupported one gets its error.
     """
-    allowed = {e.lower() for e in (extensions or READERS)}
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            for root, dirs, files in os.walk(path):
-                dirs[:] = sorted(d for d in dirs if include_hidden or not d.startswith("."))
-                for name in sorted(files):
-                    if not include_hidden and name.startswith("."):
-                        continue
-                    if Path(name).suffix.lower() in allowed:
-                        yield Path(root) / name
-        else:
-            yield path
+    for found in scan(paths, extensions=extensions or list(READERS), include_hidden=include_hidden):
+        yield found.path
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A loaded document, and what was done to read it (one note per fix: "read as
+    Windows-1252 (not valid UTF-8)")."""
+
+    document: Document
+    notes: tuple[str, ...] = ()
 
 
 def load_document(
@@ -74,40 +89,62 @@ def load_document(
     *,
     lens: str,
     tenant: str = "default",
-    max_bytes: int | None = 50 * 1024 * 1024,
+    max_bytes: int | None = 50 * MIB,
     doc_type_rules: Sequence[DocTypeRule] = DEFAULT_RULES,
     default_doc_type: str = "Document",
     data: bytes | None = None,
 ) -> Document:
-    """Read, convert and normalise one file. Raises a :class:`~ragloom.errors.LoadError`."""
+    """Read, convert and normalise one file. Raises a :class:`~ragloom.errors.LoadError`.
+
+    ``max_bytes`` bounds the file on disk (``ingest.max_file_mb``); :func:`load_file` takes
+    every ``[ingest]`` bound and says what was done to read the file.
+    """
+    limits = Limits(max_file_mb=None if max_bytes is None else max_bytes / MIB, max_text_mb=None,
+                    max_unpacked_mb=None, max_nesting=None, max_rows=None)
+    return load_file(path, lens=lens, tenant=tenant, limits=limits, doc_type_rules=doc_type_rules,
+                     default_doc_type=default_doc_type, data=data).document
+
+
+def load_file(
+    path: str | Path,
+    *,
+    lens: str,
+    tenant: str = "default",
+    limits: Limits = Limits(),  # noqa: B008 - frozen
+    doc_type_rules: Sequence[DocTypeRule] = DEFAULT_RULES,
+    default_doc_type: str = "Document",
+    data: bytes | None = None,
+    converter: ConverterProcess | None = None,
+) -> Loaded:
+    """Read, convert and normalise one file within ``limits`` (the ``[ingest]`` settings).
+
+    A file that is not a regular file is never opened; one above ``max_file_mb`` is never
+    read; rich formats go to ``converter`` (a child process under ``max_seconds``) when given.
+    Raises a :class:`~ragloom.errors.LoadError` that names the file, the reason and the fix.
+    """
     path = Path(path)
-    try:
-        stat = path.stat()
-        if not path.is_file():
-            raise LoadError(path, "not a regular file")
-        if max_bytes is not None and stat.st_size > max_bytes:
-            raise FileTooLargeError(
-                path, f"{stat.st_size / 1e6:.1f} MB", fix=f"raise ingest.max_file_mb above {max_bytes / 1e6:.0f}"
-            )
-        if data is None:
-            data = path.read_bytes()
-    except OSError as exc:
-        raise LoadError(path, exc.strerror or str(exc)) from exc
+    shown = display_path(path)
+    stat = check_file(path, limits)
+    if data is None:
+        data = _read(path, limits.file_bytes)
     if not data.strip():
-        raise EmptyDocumentError(path)
-    media_type, converted = convert(path, data)
+        raise EmptyDocumentError(shown)
+    if converter is not None and path.suffix.lower() in ISOLATED:
+        media_type, converted = converter.convert(path, data, limits)
+    else:
+        media_type, converted = convert(path, data, limits)
     text = normalize_text(converted.markdown)
     meta: dict[str, str] = {}
     if media_type == "text/markdown":
         meta, text = split_front_matter(text)
     if not text.strip():
-        raise EmptyDocumentError(path, "no text after conversion")
-    source_path = path.resolve().as_posix()
+        raise EmptyDocumentError(shown, "no text after conversion")
+    source_path = Path(real_path(path)).as_posix()
     title = meta.get("title") or converted.title or _first_heading(text) or title_from_filename(path.stem)
     doc_type = meta.get("type") or infer_doc_type(
         path.name, text, lens, rules=doc_type_rules, default=default_doc_type
     )
-    return Document(
+    document = Document(
         text=text,
         source_path=source_path,
         title=" ".join(title.split()),
@@ -121,6 +158,49 @@ def load_document(
         document_date=parse_date(meta.get("date", "")) or parse_date(path.name),
         metadata=meta,
     )
+    return Loaded(document, converted.notes)
+
+
+def check_file(path: Path, limits: Limits) -> os.stat_result:
+    """Everything that can be said of a file before reading it: a name the store can hold, a
+    supported extension, a regular file (a FIFO is never opened), within ``ingest.max_file_mb``."""
+    problem = name_problem(path)
+    if problem is not None:
+        raise problem
+    media_type_of(path)  # an unsupported extension fails before anything is read
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise stat_error(path, exc) from exc
+    if not S_ISREG(stat.st_mode):
+        raise NotRegularFileError(display_path(path), f"it is {file_kind(stat.st_mode)}; never opened",
+                                  fix="leave it out")
+    limit = limits.file_bytes
+    if limit is not None and stat.st_size > limit:
+        size = mib(stat.st_size, limits.max_file_mb)
+        raise FileTooLargeError(display_path(path), f"{size}, above ingest.max_file_mb = {limits.max_file_mb:g}",
+                                fix="raise ingest.max_file_mb or leave the file out")
+    return stat
+
+
+def read_file(path: str | Path, limits: Limits = Limits()) -> bytes:  # noqa: B008 - frozen
+    """A file's bytes after :func:`check_file` (what ingest hashes to tell an unchanged file)."""
+    path = Path(path)
+    check_file(path, limits)
+    return _read(path, limits.file_bytes)
+
+
+def _read(path: Path, limit: int | None) -> bytes:
+    """The file's bytes, never more than ``limit`` (a file growing while it is read is refused)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read() if limit is None else f.read(limit + 1)
+    except OSError as exc:
+        raise stat_error(path, exc) from exc
+    if limit is not None and len(data) > limit:
+        raise FileTooLargeError(display_path(path), f"more than {mib(limit)} when read (it is growing)",
+                                fix="ingest it once it is complete")
+    return data
 
 
 def file_hash(data: bytes) -> str:

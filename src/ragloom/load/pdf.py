@@ -29,9 +29,20 @@ class _Line:
     bottom: float
 
 
-def _lines(data: bytes) -> list[_Line]:
+class TextLimitExceeded(Exception):
+    """The PDF's text passed ``max_chars`` (pages after that point are not read)."""
+
+    def __init__(self, chars: int) -> None:
+        super().__init__(f"more than {chars} characters")
+        self.chars = chars
+
+
+def _lines(data: bytes, max_chars: int | None = None) -> list[_Line]:
     lines: list[_Line] = []
+    total = 0
     for number, page in enumerate(extract_pages(io.BytesIO(data), laparams=LAParams())):
+        if max_chars is not None and total > max_chars:
+            raise TextLimitExceeded(total)
         for element in page:
             if not isinstance(element, LTTextContainer):
                 continue
@@ -43,6 +54,9 @@ def _lines(data: bytes) -> list[_Line]:
                 size = Counter(round(c.size, 1) for c in chars).most_common(1)[0][0]
                 bold = sum("Bold" in c.fontname or "Black" in c.fontname for c in chars) > len(chars) / 2
                 lines.append(_Line(text, size, bold, number, line.y1, line.y0))
+                total += len(text) + 1
+    if max_chars is not None and total > max_chars:
+        raise TextLimitExceeded(total)
     return lines
 
 
@@ -70,9 +84,10 @@ def _metadata_title(data: bytes) -> str | None:
     return None
 
 
-def pdf_to_markdown(data: bytes) -> tuple[str, str | None]:
-    """(Markdown, title) of a PDF's bytes."""
-    lines = _lines(data)
+def pdf_to_markdown(data: bytes, *, max_chars: int | None = None) -> tuple[str, str | None]:
+    """(Markdown, title) of a PDF's bytes; :class:`TextLimitExceeded` once the text passes
+    ``max_chars`` (checked page by page, so a huge PDF stops early)."""
+    lines = _lines(data, max_chars)
     if not lines:
         return "", _metadata_title(data)
     weights: Counter[float] = Counter()

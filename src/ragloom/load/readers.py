@@ -12,45 +12,117 @@ from __future__ import annotations
 
 import io
 import re
+import warnings
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragloom.errors import (
+    ArchiveBombError,
     BinaryFileError,
     CorruptFileError,
     EncryptedFileError,
     LoadError,
     MissingExtraError,
+    NestingTooDeepError,
+    TextTooLargeError,
     UnsupportedFormatError,
 )
+from ragloom.load.limits import Limits, display_path, mib
+
+#: No bounds at all: what a reader called on its own applies.
+NO_LIMITS = Limits(max_file_mb=None, max_text_mb=None, max_unpacked_mb=None, max_nesting=None, max_rows=None)
 
 
 @dataclass(frozen=True, slots=True)
 class Converted:
     markdown: str
     title: str | None = None
+    #: What was done to make the file readable ("read as Windows-1252 (not valid UTF-8)").
+    notes: tuple[str, ...] = ()
 
 
-def _decode(path: Path, data: bytes) -> str:
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        return data.decode("utf-16")
-    if b"\x00" in data[:8192]:
-        raise BinaryFileError(path, "NUL bytes found", fix="only text files can have this extension")
+_BOMS = (
+    (b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"),
+)
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: Share of NUL bytes above which a file is binary rather than text with a few stray NULs.
+NUL_SHARE = 0.01
+#: Share of control characters (other than whitespace) above which text that is not UTF-8 is binary.
+CONTROL_SHARE = 0.05
+_UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
+_REPLACEMENT = "\ufffd".encode()
+
+
+def decode_text(path: Path, data: bytes) -> tuple[str, tuple[str, ...]]:
+    """Text of a file's bytes, and notes on what was done where it was not clean UTF-8.
+
+    A byte-order mark decides (UTF-8, UTF-16, UTF-32); NUL bytes in every other position are
+    UTF-16 without one; a few stray NULs are removed; invalid UTF-8 is read with U+FFFD where
+    it is mostly UTF-8, else as Windows-1252. Binary content raises :class:`BinaryFileError`.
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            text = data[len(bom):].decode(codec, "replace")
+            bad = text.count("\ufffd") - data.count(_REPLACEMENT)
+            return text, (f"{bad} bytes that are not valid {codec.upper()} replaced with U+FFFD",) if bad > 0 else ()
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM):]
+    notes: list[str] = []
+    nul = data.count(0)
+    if nul:
+        utf16 = _utf16_without_bom(data, nul)
+        if utf16 is not None:
+            return data.decode(utf16, "replace"), (f"read as {utf16.upper()} (no byte-order mark)",)
+        if nul > len(data) * NUL_SHARE:
+            raise BinaryFileError(path, f"{nul} NUL bytes", fix="only text files can have this extension")
+        data = data.replace(b"\x00", b"")
+        notes.append(f"removed {nul} NUL byte{'s' if nul > 1 else ''}")
     try:
-        return data.decode("utf-8")
+        return _text_not_binary(path, data.decode("utf-8")), tuple(notes)
     except UnicodeDecodeError:
         pass
-    text = data.decode("cp1252", errors="replace")
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
-    if controls > len(text[:8192]) * 0.05:
-        raise BinaryFileError(path, "not UTF-8 and mostly control characters")
+    text = data.decode("utf-8", "replace")
+    bad = text.count("\ufffd") - data.count(_REPLACEMENT)
+    valid = len(_UTF8_SEQUENCE.findall(data)) - data.count(_REPLACEMENT)
+    if valid > 0 and bad <= max(2, valid // 10):
+        notes.append(f"{bad} invalid UTF-8 byte sequence{'s' if bad > 1 else ''} replaced with U+FFFD")
+        return _text_not_binary(path, text), tuple(notes)
+    text = _text_not_binary(path, data.decode("cp1252", errors="replace"), "not UTF-8 and ")
+    notes.append("read as Windows-1252 (not valid UTF-8)")
+    return text, tuple(notes)
+
+
+_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+def _text_not_binary(path: Path, text: str, why: str = "") -> str:
+    """``text``, unless control characters (other than whitespace) fill its start: binary."""
+    sample = text[:65536]
+    if len(_CONTROLS.findall(sample)) > len(sample) * CONTROL_SHARE:
+        raise BinaryFileError(path, f"{why}mostly control characters", fix="only text files can have this extension")
     return text
 
 
-def read_text(path: Path, data: bytes) -> Converted:
-    return Converted(_decode(path, data))
+def _utf16_without_bom(data: bytes, nul: int) -> str | None:
+    """``utf-16-le`` or ``-be`` when NULs fill one byte of most pairs (mostly Latin text)."""
+    if nul < len(data) * 0.3 or len(data) % 2:
+        return None
+    sample = data[:65536]
+    odd, even = sample[1::2].count(0), sample[0::2].count(0)
+    half = len(sample) // 2
+    if odd > half * 0.8 and even < half * 0.05:
+        return "utf-16-le"
+    if even > half * 0.8 and odd < half * 0.05:
+        return "utf-16-be"
+    return None
+
+
+def read_text(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
+    text, notes = decode_text(path, data)
+    return Converted(text, notes=notes)
 
 
 def _markitdown(path: Path, data: bytes, converter_name: str, extension: str) -> Converted:
@@ -61,9 +133,13 @@ def _markitdown(path: Path, data: bytes, converter_name: str, extension: str) ->
     converter = getattr(converters, converter_name)()
     charset = "utf-8" if extension == ".html" else None
     try:
-        result = converter.convert(io.BytesIO(data), StreamInfo(extension=extension, charset=charset))
+        with warnings.catch_warnings():  # markitdown warns, then falls back to plain text, on deep nesting
+            warnings.simplefilter("ignore")
+            result = converter.convert(io.BytesIO(data), StreamInfo(extension=extension, charset=charset))
     except ImportError as exc:  # markitdown installed without the extra for this format
         raise MissingExtraError(str(exc.name or "markitdown"), "convert", f"reading {path}") from exc
+    except MemoryError:
+        raise
     except Exception as exc:  # converters raise whatever their parser raises
         name = type(exc).__name__
         if "Password" in name or "Encrypt" in name or "password" in str(exc).lower():
@@ -73,19 +149,71 @@ def _markitdown(path: Path, data: bytes, converter_name: str, extension: str) ->
     return Converted(result.markdown or "", result.title)
 
 
-def read_html(path: Path, data: bytes) -> Converted:
-    return _markitdown(path, _decode(path, data).encode("utf-8"), "HtmlConverter", ".html")
+def read_html(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
+    text, notes = decode_text(path, data)
+    if limits.max_nesting is not None:
+        depth = html_depth(text, limits.max_nesting)
+        if depth > limits.max_nesting:
+            raise NestingTooDeepError(path, f"more than {limits.max_nesting} elements deep, "
+                                            f"above ingest.max_nesting = {limits.max_nesting}",
+                                      fix="raise ingest.max_nesting or simplify the HTML")
+    converted = _markitdown(path, text.encode("utf-8"), "HtmlConverter", ".html")
+    return Converted(converted.markdown, converted.title, notes)
 
 
-def read_pdf(path: Path, data: bytes) -> Converted:
+#: Elements that never have content, and elements whose end tag may be left out (HTML's rules,
+#: simplified): neither deepens a page the way ``<div>`` inside ``<div>`` does.
+_VOID = frozenset("area base br col embed hr img input link meta param source track wbr keygen command basefont "
+                  "frame isindex".split())
+_OPTIONAL_END = frozenset("p li dt dd tr td th option optgroup thead tbody tfoot colgroup rb rt rtc rp".split())
+_SKIPPED = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|textarea|title)\b[^>]*>.*?(?:</\1\s*>|\Z)",
+                      re.DOTALL | re.IGNORECASE)
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)([^<>]*)>")
+
+
+def html_depth(html: str, stop: int) -> int:
+    """How deeply the elements of ``html`` nest (counting stops just past ``stop``): a cheap
+    scan of the tags, so that a page nested 10,000 deep is refused before a converter recurses
+    into it. Comments, scripts and styles are skipped; void elements and ones whose end tag
+    may be omitted (``<p>``, ``<li>``) are closed as a browser would close them."""
+    stack: list[str] = []
+    deepest = 0
+    for m in _TAG.finditer(_SKIPPED.sub("", html)):
+        closing, name, rest = m.group(1), m.group(2).lower(), m.group(3)
+        if closing:
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] == name:
+                    del stack[i:]
+                    break
+            continue
+        if name in _VOID or rest.rstrip().endswith("/"):
+            continue
+        if name in _OPTIONAL_END:
+            for i in range(len(stack) - 1, max(-1, len(stack) - 4), -1):
+                if stack[i] == name:
+                    del stack[i:]
+                    break
+        stack.append(name)
+        if len(stack) > deepest:
+            deepest = len(stack)
+            if deepest > stop:
+                break
+    return deepest
+
+
+def read_pdf(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
     if not data.lstrip()[:5] == b"%PDF-":
-        raise CorruptFileError(path, "no %PDF- header")
+        raise CorruptFileError(path, "no %PDF- header", fix="a .pdf file must be a PDF")
     try:
-        from ragloom.load.pdf import pdf_to_markdown
+        from ragloom.load.pdf import TextLimitExceeded, pdf_to_markdown
     except ImportError as exc:
         raise MissingExtraError("pdfminer.six", "convert", f"reading PDF files such as {path}") from exc
     try:
-        markdown, title = pdf_to_markdown(data)
+        markdown, title = pdf_to_markdown(data, max_chars=limits.text_bytes)
+    except TextLimitExceeded as exc:
+        raise _too_much_text(path, exc.chars, limits, "or more") from exc
+    except MemoryError:
+        raise
     except Exception as exc:  # pdfminer raises many unrelated types for bad input
         name = type(exc).__name__
         if "Password" in name or "Encrypt" in name:
@@ -94,12 +222,29 @@ def read_pdf(path: Path, data: bytes) -> Converted:
     return Converted(markdown, title)
 
 
-def read_docx(path: Path, data: bytes) -> Converted:
+def check_zip(path: Path, data: bytes, limits: Limits) -> set[str]:
+    """The names inside a DOCX, after checking that its declared uncompressed sizes stay under
+    ``ingest.max_unpacked_mb`` (ZIP readers stop at the declared size, so the declaration binds)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            names = set(zf.namelist())
-    except zipfile.BadZipFile as exc:
+            infos = zf.infolist()
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
         raise CorruptFileError(path, "not a ZIP container, as a .docx must be") from exc
+    limit = limits.unpacked_bytes
+    if limit is not None:
+        total = sum(i.file_size for i in infos)
+        if total > limit:
+            largest = max(infos, key=lambda i: i.file_size)
+            part = f"{largest.filename}: {mib(largest.file_size)} from {mib(largest.compress_size)}"
+            raise ArchiveBombError(
+                path, f"its parts declare {mib(total, limits.max_unpacked_mb)} uncompressed ({part}), "
+                      f"above ingest.max_unpacked_mb = {limits.max_unpacked_mb:g}",
+                fix="refused before unpacking; raise ingest.max_unpacked_mb if the file is genuine")
+    return {i.filename for i in infos}
+
+
+def read_docx(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
+    names = check_zip(path, data, limits)
     if "EncryptedPackage" in names:
         raise EncryptedFileError(path, fix="remove the password and ingest again")
     if "word/document.xml" not in names:
@@ -126,13 +271,10 @@ def _docx_title(data: bytes) -> str | None:
     return html.unescape(m.group(1).decode("utf-8", "replace")).strip() or None
 
 
-def _ole_encrypted(path: Path, data: bytes) -> Converted:
-    # Password-protected Office files are OLE compound files, not ZIPs.
-    raise EncryptedFileError(path, fix="remove the password and ingest again")
-
+Reader = Callable[[Path, bytes, Limits], Converted]
 
 #: extension -> (media type, reader)
-READERS: dict[str, tuple[str, Callable[[Path, bytes], Converted]]] = {
+READERS: dict[str, tuple[str, Reader]] = {
     ".md": ("text/markdown", read_text),
     ".markdown": ("text/markdown", read_text),
     ".mdx": ("text/markdown", read_text),
@@ -144,23 +286,54 @@ READERS: dict[str, tuple[str, Callable[[Path, bytes], Converted]]] = {
     ".pdf": ("application/pdf", read_pdf),
     ".docx": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", read_docx),
 }
+#: Formats whose converters are libraries that may run long or recurse deeply: with a time
+#: limit they run in a child process (see :mod:`ragloom.load.worker`).
+ISOLATED = frozenset({".html", ".htm", ".pdf", ".docx"})
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 
-def convert(path: Path, data: bytes) -> tuple[str, Converted]:
-    """(media type, converted text) of a file's bytes, chosen by its extension."""
+def media_type_of(path: Path) -> str:
+    """The media type a file's extension stands for (raises for an unsupported one)."""
     ext = path.suffix.lower()
     if ext not in READERS:
         raise UnsupportedFormatError(
-            path, f"extension {ext or '(none)'!r}", fix="supported: " + ", ".join(sorted(READERS))
-        )
-    media_type, reader = READERS[ext]
+            display_path(path), f"extension {display_path(ext) or '(none)'!r}",
+            fix="supported: " + ", ".join(sorted(READERS)))
+    return READERS[ext][0]
+
+
+def convert(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> tuple[str, Converted]:
+    """(media type, converted text) of a file's bytes, chosen by its extension, in this process;
+    the converted text is checked against ``ingest.max_text_mb``."""
+    media_type = media_type_of(path)
+    ext = path.suffix.lower()
+    shown = Path(display_path(path))  # readers name the file in their messages only
     if ext == ".docx" and data.startswith(_OLE_MAGIC):
-        return media_type, _ole_encrypted(path, data)
+        # Password-protected Office files are OLE compound files, not ZIPs.
+        raise EncryptedFileError(shown, fix="remove the password and ingest again")
     try:
-        return media_type, reader(path, data)
+        converted = READERS[ext][1](shown, data, limits)
     except LoadError:
         raise
     except RecursionError as exc:
-        raise CorruptFileError(path, "nesting too deep to convert") from exc
+        raise NestingTooDeepError(shown, "the converter ran out of stack", fix="simplify the file") from exc
+    check_text(shown, converted.markdown, limits)
+    return media_type, converted
+
+
+def check_text(path: Path, text: str, limits: Limits) -> None:
+    """Refuse text above ``ingest.max_text_mb`` (measured as UTF-8)."""
+    limit = limits.text_bytes
+    if limit is None or len(text) <= limit // 4:
+        return
+    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise _too_much_text(path, size, limits)
+
+
+def _too_much_text(path: Path, size: int, limits: Limits, more: str = "") -> TextTooLargeError:
+    return TextTooLargeError(
+        path, f"{mib(size, limits.max_text_mb)}{' ' + more if more else ''} of text, "
+              f"above ingest.max_text_mb = {limits.max_text_mb:g}",
+        fix="raise ingest.max_text_mb or split the file")

@@ -23,6 +23,35 @@ def parse_time(value: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
+def shown(value: object) -> str:
+    """A value for an error message, shortened: a 1 MB argument makes a one-line error."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}… ({len(text)} characters)"
+
+
+def as_of_moment(as_of: datetime | str | None) -> datetime | None:
+    """A checked as-of time: an ISO 8601 string or a datetime (naive ones are UTC), inside the
+    calendar once converted to UTC; a time before year 1000 means "before anything", and
+    becomes year 1000 (SQL cannot spell earlier years)."""
+    if as_of is None:
+        return None
+    if isinstance(as_of, str):
+        if len(as_of) > 64:
+            raise InvalidParameterError(f"as_of {shown(as_of)} is not an ISO 8601 time; write it like "
+                                        "2026-03-01T00:00:00Z")
+        moment = parse_time(as_of)
+    elif isinstance(as_of, datetime):
+        moment = as_of
+    else:
+        raise InvalidParameterError(f"as_of must be a datetime or an ISO 8601 string, not {shown(as_of)}")
+    try:  # filters compare in UTC: a time at the very end of the calendar may not convert
+        utc = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidParameterError(f"as_of {shown(as_of)} is outside the calendar once converted to UTC; "
+                                    "give an earlier time") from None
+    return datetime(1000, 1, 1, tzinfo=UTC) if utc.year < 1000 else moment
+
+
 @dataclass
 class QueryResult:
     query: str

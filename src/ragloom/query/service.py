@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ragloom.context import OptimizedContext
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.query.poststages import PostStage, default_post_stages, optimise
-from ragloom.query.result import QueryResult, parse_time
+from ragloom.query.result import QueryResult, as_of_moment, shown
 from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode
 from ragloom.retrieve.graph import GraphOptions, expand_seeds
 from ragloom.types import ScoredChunk
@@ -49,18 +49,44 @@ class QueryService:
                 lenses: Sequence[str] | str | None = None, tenant: str | None = None,
                 as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
                 optimize: bool = False, **options: Any) -> QueryRequest:  # noqa: ANN401
-        """A checked request: known mode, its own options only, valid names and times."""
+        """A checked request: known mode, its own options only, valid names, counts and times.
+
+        Every bad value is an :class:`InvalidParameterError` naming the parameter, its bound and
+        the fix; values are echoed shortened, so that a 1 MB argument makes a one-line error.
+        """
+        from ragloom.errors import InvalidParameterError
+
+        if not isinstance(text, str):
+            raise InvalidParameterError(f"the query text must be a string, not {type(text).__name__}")
         name = mode or self.c.settings.retrieval.mode
+        if not isinstance(name, str) or len(name) > 64:
+            raise InvalidParameterError(f"mode {shown(name)} is not a retrieval mode; "
+                                        "see ragloom.retrieve.mode_names()")
         retriever = get_mode(name)
+        for label, value in (("k", k), ("budget", budget)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise InvalidParameterError(f"{label} must be a whole number, not {shown(value)}")
+        if k is not None and k < 1:
+            raise InvalidParameterError(f"k ({k}) must be at least 1: the number of results to return")
+        reserve = self.c.settings.context_optimization.reserve_tokens
+        if budget is not None and budget <= reserve:
+            raise InvalidParameterError(
+                f"budget ({budget}) must be larger than context_optimization.reserve_tokens ({reserve})")
+        if organize is not None and (not isinstance(organize, str) or len(organize) > 64):
+            raise InvalidParameterError(f"organize {shown(organize)} is not an organisation strategy")
         optimize = optimize or budget is not None or organize is not None
         if optimize and k is None:
             k = self.c.settings.context_optimization.candidates
         lens_list = [lenses] if isinstance(lenses, str) else list(lenses) if lenses else None
+        for lens in lens_list or ():  # any text: a lens is a filter literal (none matches a name never ingested)
+            if not isinstance(lens, str):
+                raise InvalidParameterError(f"lens {shown(lens)} must be a string")
+        moment = as_of_moment(as_of)
         return QueryRequest(
             text=text, mode=name, options=retriever.options.build(self.c.settings, options, mode=name),
             tenant=self.c.tenant(tenant), k=k,
             lenses=tuple(lens_list) if lens_list else None,
-            as_of=parse_time(as_of) if isinstance(as_of, str) else as_of,
+            as_of=moment,
             budget=budget, organize=organize, optimize=optimize,
         )
 

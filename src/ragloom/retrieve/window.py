@@ -53,6 +53,15 @@ class Sentences:
     def next_to(self, i: int, j: int) -> bool:
         return 0 <= j < len(self) and abs(int(self.positions[j]) - int(self.positions[i])) == 1
 
+    def compact(self) -> Sentences:
+        """The same sentences with half-precision vectors, to keep in memory (a million
+        sentences in 0.8 GB instead of 1.5)."""
+        return replace(self, vectors=self.vectors.astype(np.float16))
+
+    def exact(self) -> Sentences:
+        """Single-precision vectors again, for the arithmetic of growing spans."""
+        return self if self.vectors.dtype == np.float32 else replace(self, vectors=self.vectors.astype(np.float32))
+
     def adjacent(self) -> np.ndarray:
         """Cosine similarity of each sentence with the next one (where they are neighbours)."""
         if len(self) < 2:
@@ -178,7 +187,7 @@ def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
         index = {}
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True):
             rows = order[lo:hi]
-            index[docs[lo]] = _sentences(docs[lo], [a[rows] for a in arrays], vectors[rows])
+            index[docs[lo]] = _sentences(docs[lo], [a[rows] for a in arrays], vectors[rows]).compact()
         return index
 
     index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
@@ -192,7 +201,7 @@ def load_sentences(req: SearchRequest, hits: Sequence[Mapping[str, Any]], rule: 
     wanted = {h["document_id"] for h in hits}
     if req.as_of is None:
         index = sentence_index(req.store, req.tenant)
-        return {doc: index[doc] for doc in wanted if doc in index}
+        return {doc: index[doc].exact() for doc in wanted if doc in index}
     reach = rule.fixed if rule.fixed is not None else rule.max_expand
     by_doc: dict[str, list[int]] = {}
     for h in hits:

@@ -31,7 +31,13 @@ def sql_time(moment: datetime) -> str:
         raise InvalidParameterError(f"as_of {moment!r} must be a datetime")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return "timestamp '" + moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "'"
+    try:
+        utc = moment.astimezone(UTC)
+    except (OverflowError, ValueError):
+        raise InvalidParameterError(f"as_of {moment.isoformat()} is outside the calendar in UTC; give an earlier "
+                                    "time") from None
+    # The year always in four digits: strftime writes year 999 as "999", which SQL cannot parse.
+    return f"timestamp '{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}'"
 
 
 def scope(tenant: str, *, lenses: Iterable[str] | None = None, as_of: datetime | None = None,

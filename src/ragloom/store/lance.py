@@ -21,11 +21,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,17 @@ def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
     values = table[column].combine_chunks()
     result: np.ndarray = values.values.to_numpy(zero_copy_only=False).reshape(len(values), -1).astype(np.float32, copy=False)
     return result
+
+
+@dataclass(frozen=True)
+class AnnSettings:
+    """When the vector tables get an approximate-nearest-neighbour index, and how it is searched
+    (``[retrieval] ann_*``)."""
+
+    min_rows: int = 50_000
+    index: str = "IVF_HNSW_SQ"
+    nprobes: int = 24
+    refine_factor: int = 4
 
 
 class _WriteLock:
@@ -153,13 +166,14 @@ class LanceStore:
     """Embedded LanceDB tables in ``<workspace>/lancedb``, shared safely between processes."""
 
     def __init__(self, path: str | Path, *, fts_column: str = "search_text", lock_timeout: float = 600.0,
-                 version_retention: float = 600.0) -> None:
+                 version_retention: float = 600.0, ann: AnnSettings | None = None) -> None:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         self.fts_column = fts_column
         self.lock_timeout = lock_timeout
         #: Old table versions younger than this stay for readers still on them.
         self.version_retention = timedelta(seconds=version_retention)
+        self.ann = ann or AnnSettings()
         self._db = _lancedb().connect(str(self.path))
         self._state = self.path / STATE_DIR
         self._commit_path = self._state / "commit.json"
@@ -171,6 +185,8 @@ class LanceStore:
         self._memo: dict[Hashable, Any] = {}
         self._memo_chars = 0
         self._pins: dict[str, int] | None = None  # table versions reads are pinned to
+        self._tx_owner: int | None = None  # the thread writing a transaction
+        self._tx_flags: dict[str, Any] = {}
         self._commit_stamp: tuple[int, int] | None = None
         #: Tables the last taking of the write lock rolled back (a crashed writer's leftovers).
         self.rolled_back = 0
@@ -247,6 +263,8 @@ class LanceStore:
     def memo(self, key: Hashable, load: Callable[[], Any]) -> Any:  # noqa: ANN401
         """``load()``, computed once per commit: for derived data a query would otherwise read
         again from the tables every time (the sentence index's arrays, the context graph)."""
+        if self._in_transaction():
+            return load()  # uncommitted data belongs to no commit
         with self._lock:
             pins = self._pins
             if key in self._memo:
@@ -266,7 +284,10 @@ class LanceStore:
     # -- tables ------------------------------------------------------------------------------
 
     def _table(self, name: str) -> Any:  # noqa: ANN401
-        """The table as of the last commit, for reading (None when it did not exist then)."""
+        """The table as of the last commit, for reading (None when it did not exist then); the
+        newest version for the thread writing a transaction, which must read its own writes."""
+        if self._in_transaction():
+            return self._writable(name)
         return self._readers.get(name)
 
     def _writable(self, name: str, schema: pa.Schema | None = None) -> Any:  # noqa: ANN401
@@ -332,14 +353,50 @@ class LanceStore:
     @contextlib.contextmanager
     def _change(self, **flags: Any) -> Iterator[None]:  # noqa: ANN401
         """One logical write: marker (with the versions to return to), table changes, commit
-        (with ``flags``). Takes the lock if it is not held."""
+        (with ``flags``). Takes the lock if it is not held. Inside a :meth:`transaction` the
+        transaction's marker and commit stand for it."""
+        if self._in_transaction():
+            with self._lock:
+                yield
+            self._tx_flags.update(flags)
+            return
         with self.writer(), self._lock:
-            self._pending_path.parent.mkdir(parents=True, exist_ok=True)
-            marker = {"tables": self._versions(), "started_at": datetime.now(UTC).isoformat(), "pid": os.getpid()}
-            self._pending_path.write_text(json.dumps(marker), encoding="utf-8")
+            self._mark()
             yield
             self._commit(**flags)
             self._pending_path.unlink(missing_ok=True)
+
+    def _mark(self) -> None:
+        self._pending_path.parent.mkdir(parents=True, exist_ok=True)
+        marker = {"tables": self._versions(), "started_at": datetime.now(UTC).isoformat(), "pid": os.getpid()}
+        self._pending_path.write_text(json.dumps(marker), encoding="utf-8")
+
+    def _in_transaction(self) -> bool:
+        return self._tx_owner == threading.get_ident()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Many writes, one commit (a reindex): other readers see none of them until all are
+        done, the writing thread reads its own; an error or a crash rolls every table back to
+        before the first."""
+        if self._in_transaction():
+            yield
+            return
+        with self.writer():
+            with self._lock:
+                self._mark()
+                self._tx_owner, self._tx_flags = threading.get_ident(), {}
+            try:
+                yield
+            except BaseException:
+                self._tx_owner = None
+                with self._lock:
+                    self._rollback()
+                raise
+            self._tx_owner = None
+            with self._lock:
+                self._commit(**self._tx_flags)
+                self._pending_path.unlink(missing_ok=True)
 
     def _versions(self) -> dict[str, int]:
         """The newest version of every existing table."""
@@ -471,10 +528,34 @@ class LanceStore:
                 unindexed = sum(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
                 if force or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
                     # Versions past the retention go (readers pin only the last commit); the
-                    # rows' own history (as_of, superseded_at) is untouched.
+                    # rows' own history (as_of, superseded_at) is untouched. New rows are folded
+                    # into the existing indexes, the ANN index included.
                     table.optimize(cleanup_older_than=self.version_retention)
                     ran = True
+                if name in ("chunks", "sentences"):
+                    ran = self._ensure_ann(table) or ran
         return ran
+
+    def _ensure_ann(self, table: Any) -> bool:  # noqa: ANN401
+        """An ANN index on the vectors once the table has ``ann.min_rows`` rows, and bitmap
+        indexes on the columns every read filters by; True when one was built."""
+        if self._vector_index(table) is not None or int(table.count_rows()) < self.ann.min_rows:
+            return False
+        rows = int(table.count_rows())
+        dim = int(table.schema.field("vector").type.list_size)
+        options: dict[str, Any] = {"num_partitions": max(1, int(math.sqrt(rows) / 2))}
+        if self.ann.index == "IVF_PQ":
+            options["num_sub_vectors"] = max(1, dim // 16)
+        table.create_index(metric="cosine", vector_column_name="vector", index_type=self.ann.index, **options)
+        present = {ix.columns[0] for ix in table.list_indices() if getattr(ix, "columns", None)}
+        for column in ("tenant_id", "lens"):
+            if column not in present:
+                table.create_scalar_index(column, index_type="BITMAP")
+        return True
+
+    @staticmethod
+    def _vector_index(table: Any) -> Any:  # noqa: ANN401
+        return next((ix for ix in table.list_indices() if "vector" in (getattr(ix, "columns", None) or [])), None)
 
     def clear(self, tenant: str, *, lens: str | None = None) -> int:
         """Delete every row of ``tenant`` (only those of ``lens`` if given); returns documents removed."""
@@ -495,14 +576,21 @@ class LanceStore:
                 edges.delete(scope_edges)
         return removed
 
-    def drop_derived(self) -> None:
-        """Remove every table but documents (reindex rebuilds them from the documents table)."""
+    def drop_derived(self, dim: int) -> None:
+        """Empty every table but documents (reindex rebuilds them from the documents table).
+        Rows are deleted, so readers still on the last commit keep reading it; a table whose
+        vectors have another dimension than ``dim`` is dropped (it cannot take the new rows)."""
         with self._change():
             for name in (*DEPENDENT_TABLES, "edges"):
-                if self._writable(name) is not None:
+                table = self._writable(name)
+                if table is None:
+                    continue
+                vector = table.schema.field("vector") if "vector" in table.schema.names else None
+                if vector is not None and vector.type.list_size != dim:
                     self._db.drop_table(name)
-                self._writers.pop(name, None)
-                self._readers.pop(name, None)
+                    self._writers.pop(name, None)
+                else:
+                    table.delete("TRUE")
 
     # -- the context graph's edges ---------------------------------------------------------------
 
@@ -614,6 +702,15 @@ class LanceStore:
 
         return read() if as_of is not None else set(self.memo(("lenses", tenant), read))
 
+    def tombstones(self, tenant: str) -> dict[str, Mapping[str, Any]]:
+        """Per document id, its latest deletion row (whether or not it was restored since)."""
+        rows = self._select(self._table("documents"), f"tenant_id = {sql_str(tenant)} AND change_type = 'delete'",
+                            DOC_COLUMNS)
+        latest: dict[str, Mapping[str, Any]] = {}
+        for row in sorted(rows, key=lambda r: r["version_sequence"]):
+            latest[row["document_id"]] = row
+        return latest
+
     def tenants(self) -> set[str]:
         """Every tenant with a document row."""
         return {r["tenant_id"] for r in self._select(self._table("documents"), "TRUE", ["tenant_id"])}
@@ -675,6 +772,11 @@ class LanceStore:
             extra.append(sql_in("entity_id", entity_ids))
         return self._select(self._table("mentions"), scope(tenant, lenses=lenses, as_of=as_of, extra=extra))
 
+    def _indexed(self, name: str, table: Any) -> bool:  # noqa: ANN401
+        """Whether ``table`` has an ANN index (asked once per commit)."""
+        found: bool = self.memo(("ann", name), lambda: self._vector_index(table) is not None)
+        return found
+
     def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
                       as_of: datetime | None = None, with_vectors: bool = False,
                       table: str = "chunks") -> list[dict[str, Any]]:
@@ -689,6 +791,10 @@ class LanceStore:
             .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
             .select(columns)
         )
+        if self._indexed(table, handle):
+            query = query.nprobes(self.ann.nprobes)
+            if self.ann.refine_factor:
+                query = query.refine_factor(self.ann.refine_factor)
         rows = self._rows(query, k)
         for row in rows:
             row["_score"] = 1.0 - float(row.pop("_distance"))

@@ -64,9 +64,13 @@ class Track:
         return [p for i, p in enumerate(self.plans) if not self.keep[i]]
 
 
-def plan_track(kind: str, document_id: str, version: str, new: Sequence[Chunk], old: Sequence[Mapping[str, Any]],
+def plan_track(kind: str, document: Document, version: str, new: Sequence[Chunk], old: Sequence[Mapping[str, Any]],
                embedded_text: Callable[[Chunk], str]) -> Track:
-    """Match ``new`` to ``old``, settle identities and links, and mark what stays as it is."""
+    """Match ``new`` to ``old``, settle identities and links, and mark what stays as it is: a
+    row stays only when it says everything about its chunk, the document's own columns (lens,
+    title, type, date) included, so a document moved to another lens is rewritten whole (its
+    vectors reused where the embedded text is the same)."""
+    document_id = document.document_id
     plans, vanished = plan_versions(new, old)
     taken: set[str] = set()
     ids: list[str] = []
@@ -81,8 +85,16 @@ def plan_track(kind: str, document_id: str, version: str, new: Sequence[Chunk], 
         chunk = replace(plan.chunk, chunk_id=ids[i], document_id=document_id,
                         prev_id=ids[i - 1] if i else None, next_id=ids[i + 1] if i + 1 < len(ids) else None)
         linked.append(replace(plan, chunk=chunk))
-    keep = [p.previous is not None and same_record(p.chunk, p.previous) for p in linked]
+    keep = [p.previous is not None and same_record(p.chunk, p.previous) and same_document(document, p.previous)
+            for p in linked]
     return Track(kind, linked, vanished, keep, [embedded_text(p.chunk) for p in linked])
+
+
+def same_document(document: Document, row: Mapping[str, Any]) -> bool:
+    """Whether a chunk row's copies of the document's columns are still the document's."""
+    return (row.get("lens") == document.lens and (row.get("title") or "") == document.title
+            and (row.get("doc_type") or "") == document.doc_type and row.get("document_date") == document.document_date
+            and row.get("source_path") == document.source_path)
 
 
 def track_rows(document: Document, track: Track, *, version: str, at: Any, embed_kind: str,  # noqa: ANN401

@@ -172,7 +172,10 @@ def new_id() -> str:
 
 def version_fields(doc: Document, version: str, previous: Mapping[str, Any] | None, at: datetime, summary: str,
                    digest: str) -> dict[str, Any]:
-    """The version columns every document and chunk row shares: a create, or an update of ``previous``."""
+    """The version columns every document and chunk row shares: a create, or an update of
+    ``previous``. When ``previous`` is a deletion's tombstone, the document was ingested again
+    after it was deleted: the chain goes on, and the version reads "restored"."""
+    restored = previous is not None and previous.get("change_type") == DELETE
     return {
         "tenant_id": doc.tenant,
         "document_id": doc.document_id,
@@ -180,7 +183,7 @@ def version_fields(doc: Document, version: str, previous: Mapping[str, Any] | No
         "version_sequence": (previous["version_sequence"] + 1) if previous else 1,
         "previous_version_id": previous["version_id"] if previous else None,
         "change_type": CREATE if previous is None else UPDATE,
-        "change_summary": summary,
+        "change_summary": "restored" if restored else summary,
         "as_of": at,
         "superseded_at": None,
         "created_at": previous["created_at"] if previous else at,
@@ -242,11 +245,13 @@ def tombstone(old: Mapping[str, Any], version: str, at: datetime) -> dict[str, A
             "as_of": at, "superseded_at": at, "updated_at": at, "doc_version_id": version}
 
 
-def document_tombstone(row: Mapping[str, Any], version: str, at: datetime) -> dict[str, Any]:
-    """The document version that records a file's removal."""
+def document_tombstone(row: Mapping[str, Any], version: str, at: datetime, *,
+                       summary: str = "file removed") -> dict[str, Any]:
+    """The document version that records a removal (``summary``: why). It keeps no text and no
+    file hash, so a file ingested again is never taken for unchanged: it is restored."""
     return {**row, "version_id": version, "version_sequence": row["version_sequence"] + 1,
-            "previous_version_id": row["version_id"], "change_type": DELETE, "change_summary": "file removed",
-            "as_of": at, "superseded_at": at, "updated_at": at, "text": "", "chunk_count": 0}
+            "previous_version_id": row["version_id"], "change_type": DELETE, "change_summary": summary,
+            "as_of": at, "superseded_at": at, "updated_at": at, "text": "", "chunk_count": 0, "file_hash": ""}
 
 
 def document_row(doc: Document, version: str, previous: Mapping[str, Any] | None, at: datetime, chunks: int,
