@@ -32,6 +32,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "onnx": {"embedding.provider": "onnx"},
     "onnx-int8": {"embedding.provider": "onnx", "embedding.precision": "int8"},
     "onnx, derived sentences": {"embedding.provider": "onnx", "sentences.vectors": "derived"},
+    "onnx-int8, derived sentences": {"embedding.provider": "onnx", "embedding.precision": "int8",
+                                     "sentences.vectors": "derived"},
     "static": {"embedding.model": "minilm-static"},
 }
 

@@ -22,7 +22,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from ragloom.errors import RagloomError
+from ragloom.errors import ConfigError, RagloomError
 from ragloom.ingest.report import Progress as EngineProgress
 
 if TYPE_CHECKING:
@@ -49,6 +49,10 @@ ConfigOpt = Annotated[
 ]
 TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant (default: the tenant setting).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
+LensesOpt = Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")]
+ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or "
+                                             "dynamic (or an installed mode).")]
+AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="The state at this time (ISO 8601).")]
 
 
 def _engine(workspace: Path | None, config: Path | None = None) -> Engine:
@@ -186,10 +190,9 @@ def chunk(
 def query(
     text: Annotated[str, typer.Argument(help="What to look for.")],
     k: Annotated[int | None, typer.Option("-k", help="Number of results.")] = None,
-    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
-    mode: Annotated[str | None, typer.Option(
-        "--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or dynamic.")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
+    lens: LensesOpt = None,
+    mode: ModeOpt = None,
+    as_of: AsOfOpt = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Optimise the context for this many tokens.")] = None,
     organize: Annotated[str | None, typer.Option(
         "--organize", help="relevance, temporal, topical, hierarchical, edges, lens or auto.")] = None,
@@ -283,10 +286,9 @@ def _print_sources(sources: Any, cited: set[int]) -> None:  # noqa: ANN401 - Sou
 def ask(
     question: Annotated[str, typer.Argument(help="The question.")],
     k: Annotated[int | None, typer.Option("-k", help="Candidates retrieved before the context is optimised.")] = None,
-    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
-    mode: Annotated[str | None, typer.Option(
-        "--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or dynamic.")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Answer from the state at this time (ISO 8601).")] = None,
+    lens: LensesOpt = None,
+    mode: ModeOpt = None,
+    as_of: AsOfOpt = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Tokens of context the writer reads.")] = None,
     model: ModelOpt = None,
     opus: OpusOpt = False,
@@ -330,8 +332,8 @@ def generate(
                                                  "(default: seed 000's six).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the report here (.md, and .json beside it).")] = None,
     title: Annotated[str | None, typer.Option("--title")] = None,
-    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Report on the state at this time (ISO 8601).")] = None,
+    lens: LensesOpt = None,
+    as_of: AsOfOpt = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Tokens of context per section.")] = None,
     model: ModelOpt = None,
     opus: OpusOpt = False,
@@ -647,7 +649,7 @@ def graph_export(
 def contradictions(
     topic: Annotated[str | None, typer.Option("--topic", help="Only what the chunks about this topic say.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
-    lens: Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")] = None,
+    lens: LensesOpt = None,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
@@ -681,6 +683,8 @@ def eval_(
                                                  "(onnx, sentence-transformers, static, ...).")] = None,
     precision: Annotated[str | None, typer.Option("--precision", help="onnx: fp32 or int8.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Embedding model (minilm-static, a folder).")] = None,
+    setting: Annotated[list[str] | None, typer.Option("--set", help="A setting over the suite's own, "
+                                                      "section.key=value (repeatable; windows suite).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure a technique against its baseline; embeddings are cached, so a second run takes seconds."""
@@ -692,8 +696,15 @@ def eval_(
         root = shared_data(data)
         chosen = {k: v for k, v in {"provider": provider, "precision": precision, "model": model}.items() if v}
         embedding = EmbeddingSettings.model_validate(chosen) if chosen else None
+        overrides = {}
+        for item in setting or ():
+            key, _, value = item.partition("=")
+            if not value:
+                raise ConfigError(f"--set {item!r}: write section.key=value, for example sentences.vectors=derived")
+            overrides[key.strip()] = _setting_value(value.strip())
         with err.status(f"running the {suite} suite") as status:
             result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit, embedding=embedding,
+                                      overrides=overrides,
                                       progress=lambda message: status.update(f"{suite}: {message}"))
     if as_json:
         _print_json(result.to_dict())
@@ -719,6 +730,16 @@ def ui(
     with _errors():
         code = launch(workspace, config=config, port=port, host=host)
     raise typer.Exit(code)
+
+
+def _setting_value(text: str) -> Any:  # noqa: ANN401 - a TOML value
+    """``--set`` values as TOML reads them (numbers, booleans, lists), else as text."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 DEMO_QUERIES = (

@@ -8,8 +8,9 @@ retrieval over code), ``ab`` (seed 001's A/B test on the sample materials) and `
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from ragloom.config import EmbeddingSettings
 from ragloom.embed import Embedder
@@ -45,13 +46,14 @@ SUITES = ("ab", "chunking", "contextual", "windows")
 
 def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, limit: int | None = None,
               progress: Callable[[str], None] | None = None, embedder: Embedder | None = None,
-              embedding: EmbeddingSettings | None = None) -> tuple[SuiteResult, dict[str, Path]]:
+              embedding: EmbeddingSettings | None = None,
+              overrides: Mapping[str, Any] | None = None) -> tuple[SuiteResult, dict[str, Path]]:
     """Run one suite and write its report under ``out`` (with ``embedder``, or the one the
     ``embedding`` settings name, by default the default settings' one)."""
     run = _suite(name)
     kwargs = {"cache": cache} if cache is not None else {}
     ctx = EvalContext(data=data, out=out, limit=limit, embedder=embedder, progress=progress or (lambda m: None),
-                      embedding=embedding, **kwargs)
+                      embedding=embedding, overrides=dict(overrides or {}), **kwargs)
     started = time.perf_counter()
     result = run(ctx)
     result.seconds = time.perf_counter() - started

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,8 @@ class EvalContext:
     progress: Callable[[str], None] = lambda message: None
     #: The embedder to measure when none is given (default: the default settings' one).
     embedding: EmbeddingSettings | None = None
+    #: Settings over each suite's own (``{"sentences.vectors": "derived"}``), to measure a variant.
+    overrides: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,7 @@ def run(ctx: EvalContext) -> SuiteResult:
     settings = Settings.load(environ={}, overrides={
         "embedding.embed_text": "naked", "embedding.cache": False, "graph.enabled": False,
         "entities.enabled": False, "chunking.chunk_size": 256, "chunking.chunk_overlap": 20,
-        "chunking.boundary_window": 0.0, "sentences.top_k": K,
+        "chunking.boundary_window": 0.0, "sentences.top_k": K, **ctx.overrides,
     })
     # Per strategy, one record per question: tokens, intra_similarity, boundary_*, recall, precision, iou.
     per_strategy: dict[str, list[dict[str, float]]] = {name: [] for name in STRATEGIES}
