@@ -82,7 +82,9 @@ class EmbeddingSettings(_Section):
     provider: str = Field("auto", description="auto (onnx when onnxruntime is installed, else sentence-transformers), "
                                               "onnx, sentence-transformers, hashing, or an installed plugin's name")
     model: str = DEFAULT_MODEL
-    precision: Literal["fp32", "int8"] = Field("fp32", description="onnx provider: fp32, or int8 weights")
+    precision: Literal["fp32", "int8"] = Field(
+        "int8", description="onnx provider: int8 weights (about 1.5x the speed of fp32; docs/benchmarks.md), or fp32 "
+                            "(sentence-transformers' own vectors)")
     embed_text: Literal["contextual", "naked"] = "contextual"
     batch_size: int = Field(32, ge=1)
     device: str = Field("auto", description="sentence-transformers: auto (cuda when torch sees a GPU), cpu, cuda, ...")
@@ -395,8 +397,10 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 
 #: ``RAGLOOM_*`` variables that are not settings: the workspace and config file of the command
-#: line (``--workspace``, ``--config``), and the shared test and evaluation data.
-NON_SETTING_VARIABLES = frozenset({"RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG", "RAGLOOM_SHARED_DATA"})
+#: line (``--workspace``, ``--config``), the shared test and evaluation data, the cache of model
+#: exports, and the crash test's number of kills.
+NON_SETTING_VARIABLES = frozenset({"RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG", "RAGLOOM_SHARED_DATA", "RAGLOOM_CACHE_DIR",
+                                   "RAGLOOM_CRASH_KILLS"})
 #: The ``RAGLOOM_*`` names of the environment last read by :func:`env_overrides` in this
 #: context, so that an error can say a value came from one of them.
 _ENVIRON_SEEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("ragloom_environ", default=frozenset())

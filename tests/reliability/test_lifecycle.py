@@ -94,7 +94,8 @@ def test_documented_variables_that_are_not_settings_are_left_alone() -> None:
     env["RAGLOOM_INGEST__MAX_TEXT_MB"] = "4.5"
     settings = Settings.load(environ=env)
     assert (settings.chunking.chunk_size, settings.tenant, settings.ingest.max_text_mb) == (512, "2024", 4.5)
-    assert {"RAGLOOM_SHARED_DATA", "RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG"} <= NON_SETTING_VARIABLES
+    assert {"RAGLOOM_SHARED_DATA", "RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG", "RAGLOOM_CACHE_DIR",
+            "RAGLOOM_CRASH_KILLS"} <= NON_SETTING_VARIABLES
 
 
 def test_documented_variables_in_the_real_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +113,8 @@ def test_documented_variables_in_the_real_environment(tmp_path: Path, monkeypatc
     ({"RAGLOOM_SHARED_DATAS": "/x"},
      "unknown setting 'shared_datas' (from the environment variable RAGLOOM_SHARED_DATAS); the keys of the top level "
      "are: chunking, context_optimization, doc_types, embedding, entities, graph, ingest, llm, prefix, retrieval, "
-     "|(variables that are not settings: RAGLOOM_CONFIG, RAGLOOM_SHARED_DATA, RAGLOOM_WORKSPACE)"),
+     "|(variables that are not settings: RAGLOOM_CACHE_DIR, RAGLOOM_CONFIG, RAGLOOM_CRASH_KILLS, RAGLOOM_SHARED_DATA, "
+     "RAGLOOM_WORKSPACE)"),
     ({"RAGLOOM_CHUNKING__CHUNK_SIZE__X": "1"}, "chunking.chunk_size is one setting, not a section"),
     ({"RAGLOOM_CHUNKING__CHUNK_SIZE": "big"},
      "chunking.chunk_size: Input should be a valid integer, unable to parse string as an integer (from the "

@@ -85,14 +85,14 @@ class StaticEmbedder:
 
 def distill(source: str, target: Path, *, dims: int = 256, cache: Path | None = None) -> None:
     """Write ``target`` (.npz): one weighted, PCA-reduced vector per word piece of ``source``."""
-    model = OnnxEmbedder(source, cache=cache)
-    _, tokenizer = model._load()
+    model = OnnxEmbedder(source, cache=cache, threads=1)
+    sessions, tokenizer = model._load()
     size = tokenizer.get_vocab_size()
     pieces = [tokenizer.id_to_token(i) or "" for i in range(size)]
     # Run each piece on its own: as a text it may split again, so feed its id directly.
     vectors = np.zeros((size, model.dim), dtype=np.float32)
     step = 1024
-    session, _ = model._load()
+    session = sessions[0]
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     for lo in range(0, size, step):
         ids = np.array([[cls, i, sep] for i in range(lo, min(lo + step, size))], dtype=np.int64)

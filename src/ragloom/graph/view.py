@@ -71,8 +71,10 @@ class ContextGraph:
             SAME_LENS: {lens: len(m) for lens, m in self._by_lens.items() if len(m) > self.settings.lens_clique_bound},
         }
 
-    def neighbours(self, node: str, *, implicit: bool = True) -> list[tuple[str, str, float]]:
-        """(neighbour, edge type, weight) for every relation of ``node``, implied ones included."""
+    def neighbours(self, node: str, *, implicit: bool = True, whole_lens: bool = True) -> list[tuple[str, str, float]]:
+        """(neighbour, edge type, weight) for every relation of ``node``, implied ones included
+        (``whole_lens=False`` leaves out the implied members of a lens too large to keep its
+        pairs: every chunk of it, which at scale is most of the workspace)."""
         if node not in self.graph:
             return []
         out = [(nbr, data["type"], float(data["weight"]))
@@ -83,7 +85,7 @@ class ContextGraph:
             if len(members) > self.settings.source_clique_bound:
                 out.extend((m, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE]) for m in members if m != node)
             members = self._by_lens[data["lens"]]
-            if len(members) > self.settings.lens_clique_bound:
+            if whole_lens and len(members) > self.settings.lens_clique_bound:
                 out.extend((m, SAME_LENS, FIXED_WEIGHTS[SAME_LENS]) for m in members if m != node)
         return out
 

@@ -354,7 +354,10 @@ class Embed(_Timed):
                         for (position, _, _), vector in zip(found, vecs, strict=True):
                             sentences_track.vectors[position] = vector
             else:
-                vectors = embedder.embed(texts)
+                # A text said twice (a repeated sentence, a boilerplate line) is embedded once.
+                unique = list(dict.fromkeys(texts))
+                once = dict(zip(unique, embedder.embed(unique), strict=True))
+                vectors = np.stack([once[t] for t in texts])
             for (track, i), vector in zip(part, vectors, strict=True):
                 track.vectors[i] = vector
             run.progress.advance("Embedding", len(part) + sum(len(p) for p in pooled))

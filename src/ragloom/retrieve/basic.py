@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +37,24 @@ def _text_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str,
                                      with_vectors=with_vectors)
 
 
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def search_both(req: SearchRequest, k: int, with_vectors: bool) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The vector and the text search at once (LanceDB runs each outside the GIL, so a hybrid
+    query waits for the slower of the two, not their sum); one after the other inside a write
+    transaction, whose uncommitted rows only the writing thread may read."""
+    global _pool
+    if req.store.in_transaction():
+        return _vector_rows(req, k, with_vectors), _text_rows(req, k, with_vectors)
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(4, thread_name_prefix="ragloom-search")
+    text = _pool.submit(_text_rows, req, k, with_vectors)
+    return _vector_rows(req, k, with_vectors), text.result()
+
+
 @define("vector", options=SearchOptions)
 def vector(req: SearchRequest) -> list[ScoredChunk]:
     """Cosine similarity of the query and chunk embeddings."""
@@ -54,8 +74,8 @@ def hybrid(req: SearchRequest) -> list[ScoredChunk]:
     """Reciprocal-rank fusion of ``vector`` and ``bm25``, each contributing ``candidates`` results."""
     options = req.options_as(HybridOptions)
     n = max(req.candidates, req.limit)
-    fused = reciprocal_rank_fusion({"vector": _vector_rows(req, n, options.with_vectors),
-                                    "bm25": _text_rows(req, n, options.with_vectors)},
+    by_vector, by_text = search_both(req, n, options.with_vectors)
+    fused = reciprocal_rank_fusion({"vector": by_vector, "bm25": by_text},
                                    k=req.settings.retrieval.rrf_k, weights=options.fusion_weights)
     return [to_scored(row, score, "hybrid", scores={**parts, "rrf": score}) for row, score, parts in fused[: req.limit]]
 

@@ -2,9 +2,11 @@
 
 1. **Seeds**: hybrid search, ``initial_limit`` results (default 20).
 2. **Expansion**: the neighbours of the seeds within ``hops`` (default 1), over stored edges
-   and implied group members. An expanded chunk scores ``0.75 * cos(query, chunk) + 0.25 *
-   strength * seed relevance``, where strength is the edge's weight normalised for its type;
-   it remembers the seed and the edge that brought it in.
+   and the implied members of their document (not of a lens too large to store its pairs,
+   more than ``lens_clique_bound`` chunks: that is most of a large workspace, and sharing a
+   lens with a seed says little about a chunk). An expanded chunk scores ``0.75 *
+   cos(query, chunk) + 0.25 * strength * seed relevance``, where strength is the edge's
+   weight normalised for its type; it remembers the seed and the edge that brought it in.
 3. **Final ranking**: maximal marginal relevance over seeds and expansions, ``final_limit``
    results (default 50): each pick maximises ``λ·relevance − (1−λ)·redundancy``, redundancy
    being the larger of its similarity to what is already picked and its lens's share of it.
@@ -187,7 +189,7 @@ def expand_seeds(req: SearchRequest, seeds: Sequence[ScoredChunk], settings: Gra
         with req.timed("expand"):
             for node in frontier:
                 source = results[node].score if node in results else expanded[node].score
-                for neighbour, kind, weight in graph.neighbours(node):
+                for neighbour, kind, weight in graph.neighbours(node, whole_lens=False):
                     if neighbour in results or neighbour in expanded:
                         continue
                     strength = edge_strength(kind, weight) * source

@@ -374,6 +374,10 @@ class LanceStore:
     def _in_transaction(self) -> bool:
         return self._tx_owner == threading.get_ident()
 
+    def in_transaction(self) -> bool:
+        """Whether this thread is writing a transaction (it alone may read its uncommitted rows)."""
+        return self._in_transaction()
+
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
         """Many writes, one commit (a reindex): other readers see none of them until all are
@@ -785,17 +789,28 @@ class LanceStore:
             return []
         columns = RESULT_COLUMNS + (["prev_id", "next_id"] if table == "sentences" else []) \
             + (["vector"] if with_vectors else []) + ["_distance"]
-        query = (
-            handle.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
-            .distance_type("cosine")
-            .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
-            .select(columns)
-        )
-        if self._indexed(table, handle):
-            query = query.nprobes(self.ann.nprobes)
-            if self.ann.refine_factor:
-                query = query.refine_factor(self.ann.refine_factor)
-        rows = self._rows(query, k)
+        indexed = self._indexed(table, handle)
+
+        def search(prefilter: bool, limit: int) -> list[dict[str, Any]]:
+            query = (
+                handle.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
+                .distance_type("cosine")
+                .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=prefilter)
+                .select(columns)
+            )
+            if indexed:
+                query = query.nprobes(self.ann.nprobes)
+                if self.ann.refine_factor:
+                    query = query.refine_factor(self.ann.refine_factor)
+            return self._rows(query, limit)[:k]
+
+        # Through an ANN index, filtering every row first costs more than the search (47 of
+        # 64 ms over a million sentences): a current query without lenses, whose filter keeps
+        # nearly every row, filters the nearest 2k instead, and filters first only when that
+        # leaves fewer than k (many superseded versions, another tenant's rows).
+        rows = search(False, 2 * k) if indexed and lenses is None and as_of is None else []
+        if len(rows) < k:
+            rows = search(True, k)
         for row in rows:
             row["_score"] = 1.0 - float(row.pop("_distance"))
         return rows
