@@ -141,6 +141,18 @@ def fail(exc: Exception) -> None:
     st.error(f"error: {exc}", icon=":material/error:")
 
 
+def lenses_by_authority(eng: Engine, tenant: str) -> list[str]:
+    """The workspace's lenses, those in the authority order first; on an error its line, and the
+    page stops."""
+    try:
+        present = eng.store.lenses(tenant)
+    except RagloomError as exc:
+        fail(exc)
+        st.stop()
+    authority = eng.settings.graph.authority
+    return [lens for lens in authority if lens in present] + sorted(present - set(authority))
+
+
 # -- background jobs ---------------------------------------------------------------------------
 
 

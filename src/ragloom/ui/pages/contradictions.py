@@ -6,7 +6,7 @@ import streamlit as st
 
 from ragloom.analyse.contradictions import Contradiction, Statement
 from ragloom.errors import RagloomError
-from ragloom.ui.common import engine, ensure_app, fail, header, runtime
+from ragloom.ui.common import engine, ensure_app, fail, header, lenses_by_authority, runtime
 from ragloom.ui.helpers import file_name, md_escape, one_line, section_tail
 
 KIND_LABEL = {"date": ":material/event: dates differ", "number": ":material/tag: numbers differ", "negation": ":material/block: one denies the other"}
@@ -18,13 +18,7 @@ header("Contradictions", "Where lenses disagree about the same subject: a date, 
 eng = engine()
 tenant = eng.settings.tenant
 
-try:
-    present = eng.store.lenses(tenant)
-except RagloomError as exc:
-    fail(exc)
-    st.stop()
-order = [lens for lens in eng.settings.graph.authority if lens in present] + sorted(
-    present - set(eng.settings.graph.authority))
+order = lenses_by_authority(eng, tenant)
 
 with st.form("contradictions-form", border=False):
     c1, c2, c3, c4 = st.columns([3, 4, 1, 1], vertical_alignment="bottom")

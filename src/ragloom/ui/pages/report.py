@@ -8,9 +8,8 @@ from pathlib import Path
 
 import streamlit as st
 
-from ragloom.errors import RagloomError
 from ragloom.synthesise import Report
-from ragloom.ui.common import engine, ensure_app, fail, header, job_panel, runtime
+from ragloom.ui.common import engine, ensure_app, header, job_panel, lenses_by_authority, runtime
 from ragloom.ui.helpers import format_when, parse_lines
 from ragloom.ui.jobs import Job
 from ragloom.writing import SEED_QUERIES
@@ -29,13 +28,7 @@ if llm.provider == "none":
 else:
     st.caption(f"Writer: {llm.provider} · {llm.model_name() or 'plugin default'}")
 
-try:
-    present = eng.store.lenses(tenant)
-except RagloomError as exc:
-    fail(exc)
-    st.stop()
-order = [lens for lens in eng.settings.graph.authority if lens in present] + sorted(
-    present - set(eng.settings.graph.authority))
+order = lenses_by_authority(eng, tenant)
 
 running = rt.jobs.latest("generate")
 with st.form("report-form"):
