@@ -8,6 +8,8 @@ from typer.testing import CliRunner
 
 from ragloom.cli import app
 
+from .conftest import fast_settings
+
 runner = CliRunner()
 FAST = {"RAGLOOM_EMBEDDING__MODEL": "hashing", "RAGLOOM_EMBEDDING__CACHE": "false"}
 
@@ -25,9 +27,9 @@ def test_ingest_query_stats_clear(tmp_path: Path, materials: Path) -> None:
     data = json.loads(result.stdout)
     assert data["mode"] == "hybrid" and len(data["results"]) == 2
     first = data["results"][0]
-    assert {"score", "source_path", "lens", "section_path", "start", "end", "text"} <= first.keys()
+    assert {"score", "relevance", "source_path", "lens", "section_path", "start", "end", "text"} <= first.keys()
     result = run("query", "event bus", "--lens", "nope", ws=ws)
-    assert "no results" in result.stdout
+    assert result.exit_code == 2 and "has no lens 'nope'; its lenses are: engineering" in result.stderr
     result = run("stats", "--json", ws=ws)
     assert json.loads(result.stdout)["documents"] == 3
     result = run("clear", "--lens", "engineering", "--yes", ws=ws)
@@ -130,7 +132,13 @@ def test_query_budget_and_show_context(tmp_path: Path, materials: Path) -> None:
     run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)
     result = run("query", "event bus migration", "--budget", "900", "--organize", "relevance", "--show-context", ws=ws)
     assert result.exit_code == 0, result.output
-    assert "organised by relevance" in result.stdout and "## Source 1" in result.stdout
+    # Standard output is the context exactly as the model gets it; the summary is on standard error.
+    assert "organised by relevance" in result.stderr and "## Source 1" in result.stdout
+    from ragloom.engine import Engine
+
+    engine = Engine(ws, settings=fast_settings())
+    expected = engine.query("event bus migration", budget=900, organize="relevance").context
+    assert expected is not None and result.stdout == expected.formatted
     data = json.loads(run("query", "event bus", "--budget", "900", "--json", ws=ws).stdout)
     assert data["context"]["total_tokens"] <= 400 and data["context"]["chunks"]
     bad = run("query", "event bus", "--organize", "alphabetical", ws=ws)
@@ -228,3 +236,127 @@ def test_ingest_of_a_hostile_folder_prints_one_line_per_problem(tmp_path: Path) 
                   "6 files: 1 added", "5 failed"):
         assert piece in text, piece
     assert "Traceback" not in result.output
+
+
+# -- what a new user meets: errors where they made one, readable results, short ids ----------------
+
+
+@pytest.fixture(scope="module")
+def sample_ws(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Path:
+    ws = tmp_path_factory.mktemp("sample") / "ws"
+    for lens in ("engineering", "team-structured"):
+        assert run("ingest", str(materials / lens), "--lens", lens, ws=ws).exit_code == 0
+    return ws
+
+
+def test_results_show_a_relevance_and_short_ids_that_every_command_takes(sample_ws: Path) -> None:
+    data = json.loads(run("query", "catalog integration", "-k", "3", "--json", ws=sample_ws).stdout)
+    first = data["results"][0]
+    assert first["relevance"] == 1.0 and first["scores"]["rrf"] == first["score"]  # raw scores stay in --json
+    human = run("query", "catalog integration", "-k", "3", ws=sample_ws).stdout
+    short = first["chunk_id"][:8]
+    assert f"[{short}]" in human and "1.00" in human and first["chunk_id"] not in human
+    shown = run("graph", "show", short, ws=sample_ws)
+    assert shown.exit_code == 0, shown.output
+    assert f"[{short}]" in shown.stdout and "walks on" in shown.stdout
+    node = json.loads(run("graph", "show", short, "--json", ws=sample_ws).stdout)
+    assert node["id"] == first["chunk_id"] and node["relations"]
+    neighbour = node["relations"][0]
+    assert neighbour["neighbour_short_id"] == neighbour["neighbour"][:8] and "neighbour_section" in neighbour
+    assert run("graph", "show", neighbour["neighbour_short_id"], ws=sample_ws).exit_code == 0  # walk on
+    assert run("backrefs", short, ws=sample_ws).exit_code == 0
+    missing = run("graph", "show", "0000ffff", ws=sample_ws)
+    assert missing.exit_code == 2 and "no chunk '0000ffff'" in missing.stderr
+
+
+def test_mistakes_are_named_with_exit_status_2(tmp_path: Path, sample_ws: Path) -> None:
+    for args, message in (
+        (["query", "x", "--lens", "nosuch"], "has no lens 'nosuch'; its lenses are: engineering, team-structured"),
+        (["quality", "--lens", "nosuch"], "has no lens 'nosuch'"),
+        (["entities", "--lens", "nosuch"], "has no lens 'nosuch'"),
+        (["query", "x", "-k", "0"], "k (0) must be at least 1"),
+        (["query", "x", "--dated-from", "2025-13-01"], "is not a date"),
+    ):
+        result = run(*args, ws=sample_ws)
+        assert result.exit_code == 2 and message in " ".join(result.stderr.split()), (args, result.output)
+    nowhere = tmp_path / "nowhere"
+    for command in (["stats"], ["query", "x"], ["graph", "stats"], ["quality"]):
+        result = run(*command, ws=nowhere)
+        assert result.exit_code == 2 and "there is no workspace at" in result.stderr, command
+    assert not nowhere.exists()  # a read never makes a workspace
+    (tmp_path / "empty-ws").mkdir()
+    result = run("stats", ws=tmp_path / "empty-ws")
+    assert result.exit_code == 0 and "is empty" in result.stdout
+
+
+def test_a_folder_with_nothing_to_read_is_reported(tmp_path: Path) -> None:
+    empty, other = tmp_path / "empty", tmp_path / "other"
+    empty.mkdir()
+    other.mkdir()
+    (other / "data.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (other / "notes.json").write_text("{}", encoding="utf-8")
+    result = run("ingest", str(empty), "--lens", "x", ws=tmp_path / "ws")
+    assert result.exit_code == 2 and "no files (an empty folder?)" in result.stderr
+    result = run("ingest", str(other), "--lens", "x", ws=tmp_path / "ws")
+    message = " ".join(result.stderr.split())
+    assert result.exit_code == 2 and "only 2 files of types ragloom does not read (.csv 1, .json 1)" in message
+    (other / "readme.md").write_text("# Readme\n\nHello there.\n", encoding="utf-8")
+    result = run("ingest", str(other), "--lens", "x", ws=tmp_path / "ws")
+    assert result.exit_code == 0 and "Skipped 2 files of types ragloom does not read" in " ".join(result.stdout.split())
+
+
+def test_the_settings_mismatch_is_one_sentence_once(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    assert run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws).exit_code == 0
+    (ws / "ragloom.toml").write_text("[chunking]\nchunk_size = 256\n", encoding="utf-8")
+    result = run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)
+    text = " ".join(result.stderr.split())
+    assert text.count("was built with other settings") == 1 and "chunking.chunk_size 1024 -> 256" in text
+    assert "Warning" not in result.output and "warnings.warn" not in result.output  # no Python warning line
+    (ws / "ragloom.toml").write_text("[chunking]\nchunk_overlap = 5000\n", encoding="utf-8")
+    result = run("stats", ws=ws)
+    assert result.exit_code == 2 and f"(from {ws / 'ragloom.toml'})" in " ".join(result.stderr.split())
+
+
+def test_init_config_show_and_version(tmp_path: Path) -> None:
+    ws = tmp_path / "new"
+    result = run("init", ws=ws)
+    assert result.exit_code == 0 and (ws / "ragloom.toml").is_file()
+    assert run("init", ws=ws).exit_code == 2  # never overwritten unless --force
+    text = (ws / "ragloom.toml").read_text(encoding="utf-8")
+    (ws / "ragloom.toml").write_text(text.replace("# chunk_size = 1024", "chunk_size = 512"), encoding="utf-8")
+    shown = runner.invoke(app, ["config", "show", "--json", "--workspace", str(ws)],
+                          env={**FAST, "RAGLOOM_RETRIEVAL__K": "9"})
+    rows = {r["key"]: r for r in json.loads(shown.stdout)}
+    assert rows["chunking.chunk_size"] == {"key": "chunking.chunk_size", "value": 512, "source": str(ws / "ragloom.toml")}
+    assert rows["retrieval.k"]["source"] == "RAGLOOM_RETRIEVAL__K" and rows["retrieval.k"]["value"] == 9
+    assert rows["chunking.chunk_overlap"]["source"] == "default"
+    assert rows["embedding.model"]["source"] == "RAGLOOM_EMBEDDING__MODEL"
+    version = runner.invoke(app, ["--version"])
+    assert version.exit_code == 0 and version.stdout.startswith("ragloom ")
+
+
+def test_ingest_draws_one_bar_whose_total_follows_the_embedding() -> None:
+    import io
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from ragloom.cli import _IngestProgress
+
+    bar = Progress(console=Console(file=io.StringIO()))
+    progress = _IngestProgress(bar, "Ingesting")
+    progress.stage("Reading", 10)
+    for _ in range(4):
+        progress.advance("Reading")
+    progress.stage("Embedding", 100)  # the first batch: 4 documents read, 100 texts to embed
+    task = bar.tasks[0]
+    assert (task.completed, task.total) == (4, 10 + 250)  # the 6 documents to come estimated alike
+    assert "4/10 documents read, 0/≈250 chunks and sentences embedded" == task.fields["counts"]
+    progress.advance("Embedding", 100)
+    for _ in range(6):
+        progress.advance("Reading")
+    progress.stage("Embedding", 120)
+    progress.advance("Embedding", 120)
+    task = bar.tasks[0]
+    assert task.completed == task.total == 10 + 220 and "≈" not in task.fields["counts"]  # done: exact

@@ -13,7 +13,7 @@ import pytest
 
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
-from ragloom.errors import EmbeddingError, UnknownNameError, WorkspaceMismatchWarning
+from ragloom.errors import EmbeddingError, InvalidParameterError, UnknownNameError, WorkspaceMismatchWarning
 from ragloom.store.lance import LanceStore
 
 from .conftest import fast_settings
@@ -48,8 +48,9 @@ def test_every_mode_respects_lens_filter(engine: Engine, materials: Path, mode: 
     result = engine.query("catalog integration QuickBooks", k=10, mode=mode, lenses=["engineering"])
     assert result.results and {r.lens for r in result} == {"engineering"}
     assert all(r.retriever == mode for r in result)
-    nothing = engine.query("catalog", mode=mode, lenses=["it's' OR lens != '"])
-    assert len(nothing) == 0
+    # A lens the workspace does not have is a mistake to report (the text reaches no filter).
+    with pytest.raises(InvalidParameterError, match="has no lens \"it's' OR lens != '\"; its lenses are: "):
+        engine.query("catalog", mode=mode, lenses=["it's' OR lens != '"])
 
 
 def test_hybrid_fuses_both_rankings(engine: Engine, materials: Path) -> None:
@@ -237,7 +238,7 @@ def test_settings_change_warns_and_reindex_rebuilds(tmp_path: Path, materials: P
     before = engine.stats()["chunks"]
     changed = Engine(ws, settings=fast_settings(**{"chunking.chunk_size": 64, "chunking.chunk_overlap": 8}),
                      embedder=HashingEmbedder())
-    assert changed.warnings and "chunking.chunk_size: 1024 -> 64" in changed.warnings[0]
+    assert changed.warnings and "chunking.chunk_size 1024 -> 64" in changed.warnings[0]
     with pytest.warns(WorkspaceMismatchWarning, match="ragloom reindex"):
         changed.query("capacity")
     report = changed.reindex()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
+from ragloom.errors import InvalidParameterError
+from ragloom.retrieve.base import get_mode
 
 from .conftest import fast_settings
 
@@ -27,13 +30,24 @@ def test_balanced_returns_every_lens(loaded: Engine, materials: Path) -> None:
     counts = Counter(r.lens for r in result)
     assert set(counts) == lenses
     assert all(n <= 8 for n in counts.values())
-    first_round = [r.lens for r in result.results[: len(lenses)]]
-    assert set(first_round) == lenses  # interleaved: every prefix is balanced
     assert all(r.retriever == "balanced" for r in result)
+    relevance = [r.relevance for r in result]
+    assert relevance == sorted(relevance, reverse=True) and relevance[0] == 1.0  # shown best first
+    short = loaded.query("roadmap priorities and timeline", mode="balanced", k=len(lenses))
+    assert {r.lens for r in short} == lenses  # taken in turn: a short list is balanced too
 
 
-def test_balanced_reports_a_lens_without_chunks(tmp_path: Path, materials: Path) -> None:
+def test_balanced_uses_the_workspaces_lenses_unless_settings_name_them(tmp_path: Path, materials: Path) -> None:
     engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(materials / "engineering", lens="engineering")
+    engine.ingest(materials / "your-voice", lens="notes")
+    result = engine.query("catalog", mode="balanced", k=4)
+    assert {r.lens for r in result} == {"engineering", "notes"} and result.notes == []
+
+
+def test_balanced_reports_a_named_lens_without_chunks(tmp_path: Path, materials: Path) -> None:
+    settings = fast_settings(**{"retrieval.lenses": ["your-voice", "engineering"]})
+    engine = Engine(tmp_path / "ws", settings=settings, embedder=HashingEmbedder())
     engine.ingest(materials / "engineering", lens="engineering")
     result = engine.query("catalog", mode="balanced", k=4)
     assert {r.lens for r in result} == {"engineering"} and len(result) == 4
@@ -94,3 +108,30 @@ def test_graph_mode_from_memory_equals_reading_rows(loaded: Engine) -> None:
         [(r.chunk_id, round(r.score, 6), r.via) for r in later]
     assert [(r.text, r.start, r.end) for r in now] == [(r.text, r.start, r.end) for r in later]
     assert {"expand", "score neighbours", "rank"} <= set(now.timings)
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic"])
+def test_every_mode_shows_a_relevance_from_0_to_1_in_its_order(loaded: Engine, mode: str) -> None:
+    result = loaded.query("When will the QuickBooks catalog integration ship?", mode=mode, k=12)
+    relevance = [r.relevance for r in result]
+    assert result.results and all(0.0 <= v <= 1.0 for v in relevance)
+    assert relevance == sorted(relevance, reverse=True)  # the order of the number shown
+    if get_mode(mode).scale == "cosine":
+        assert all(abs(r.relevance - max(0.0, min(1.0, r.score))) < 1e-9 for r in result)  # the cosine itself
+    else:
+        assert relevance[0] == 1.0  # a share of the best score
+        assert all(abs(r.relevance - r.score / result[0].score) < 1e-9 for r in result)
+
+
+def test_document_dates_filter_apart_from_the_workspace_history(loaded: Engine) -> None:
+    march = loaded.query("catalog integration", k=20, dated_from="2025-03-01", dated_to="2025-03-31")
+    assert march.results and all(r.document_date and date(2025, 3, 1) <= r.document_date <= date(2025, 3, 31)
+                                 for r in march)
+    assert march.to_dict()["dated"] == {"from": date(2025, 3, 1), "to": date(2025, 3, 31)}
+    for mode in ("vector", "bm25", "balanced", "graph", "window"):
+        found = loaded.query("catalog integration", mode=mode, k=20, dated_to="2025-01-31")
+        assert found.results and all(r.document_date and r.document_date <= date(2025, 1, 31) for r in found), mode
+    nothing = loaded.query("catalog integration", dated_from="2031-01-01")
+    assert nothing.results == []
+    with pytest.raises(InvalidParameterError, match="dated_from .2025-03-01. is after dated_to .2025-01-01."):
+        loaded.query("x", dated_from="2025-03-01", dated_to="2025-01-01")

@@ -134,7 +134,8 @@ def test_quality_report(engine: Engine, materials: Path) -> None:
     assert report["worst"][0]["score"] <= report["worst"][-1]["score"]
     assert set(report["worst"][0]["metrics"]) == {"length_score", "entity_density", "semantic_coherence",
                                                   "boundary_respect", "overlap_quality"}
-    assert engine.quality(lens="nobody")["chunks"] == 0
+    with pytest.raises(InvalidParameterError, match="has no lens 'nobody'; its lenses are: engineering"):
+        engine.quality(lens="nobody")
 
 
 def test_age_decay() -> None:
@@ -182,13 +183,15 @@ def shared_engine(tmp_path_factory: pytest.TempPathFactory) -> Engine:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tenant=st.sampled_from(TENANTS), text=st.text(max_size=40) | st.sampled_from([f"secret-{t}" for t in TENANTS]),
-       mode=st.sampled_from(["vector", "bm25", "hybrid"]), lens=st.none() | st.text(max_size=20),
+       mode=st.sampled_from(["vector", "bm25", "hybrid"]),
+       lens=st.none() | st.sampled_from(["engineering", "your-voice"]) | st.text(max_size=20),
        as_of=st.none() | st.just(datetime.now(UTC) + timedelta(days=1)))
 def test_no_tenant_sees_another(shared_engine: Engine, tenant: str, text: str, mode: str, lens: str | None,
                                 as_of: datetime | None) -> None:
     lenses = [lens] if lens is not None else None
-    if lens is not None and "\x00" in lens:  # refused with a clear error rather than passed on
-        with pytest.raises(InvalidParameterError, match="NUL"):
+    if lens is not None and lens != "your-voice":  # each tenant's one document was re-filed under your-voice
+        # Refused with the tenant's own lenses named, never another tenant's (and never a filter).
+        with pytest.raises(InvalidParameterError, match="has no lens .*; its lenses are: your-voice$"):
             shared_engine.query(text, mode=mode, tenant=tenant, lenses=lenses, as_of=as_of, k=20)
         return
     result = shared_engine.query(text, mode=mode, tenant=tenant, lenses=lenses, as_of=as_of, k=20)
@@ -216,9 +219,12 @@ def test_a_document_moved_to_another_lens_is_rewritten_under_it(engine: Engine, 
     engine.ingest(folder, lens="founder")
     before = engine.store.chunks("default", with_vectors=True)
     report = engine.ingest(folder, lens="engineering")
-    # Every row is rewritten under the new lens; sentence vectors (no prefix) are reused.
-    assert report.updated == 1 and report.chunks_written == len(before) and report.chunks_reused > 0
+    # Every row is rewritten under the new lens; chunks are embedded again (their prefix names
+    # the lens's document type), sentence vectors (no prefix) are reused.
+    assert report.updated == 1 and report.chunks_written == len(before)
+    assert report.chunks_embedded == len(before) and report.sentences_reused > 0 and report.sentences_embedded == 0
     after = engine.store.chunks("default", with_vectors=True)
     assert {c["lens"] for c in after} == {"engineering"} and engine.store.lenses("default") == {"engineering"}
     assert engine.query("catalog", lenses=["engineering"]).results
-    assert not engine.query("catalog", lenses=["founder"]).results
+    with pytest.raises(InvalidParameterError, match="has no lens 'founder'; its lenses are: engineering"):
+        engine.query("catalog", lenses=["founder"])

@@ -17,12 +17,15 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
 
-from ragloom.errors import ConfigError, RagloomError
+from ragloom.errors import ConfigError, NoWorkspaceError, RagloomError, WorkspaceMismatchWarning
+from ragloom.ids import short_id
 from ragloom.ingest.report import Progress as EngineProgress
 
 if TYPE_CHECKING:
@@ -52,13 +55,26 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tab
 LensesOpt = Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or "
                                              "dynamic (or an installed mode).")]
-AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="The state at this time (ISO 8601).")]
+AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="The workspace as it was at this moment of its own "
+                                             "history (ISO 8601): what had been ingested by then.")]
+DatedFromOpt = Annotated[str | None, typer.Option("--dated-from", help="Only documents dated on or after this day "
+                                                  "(their own date: front matter or file name), like 2025-01-01.")]
+DatedToOpt = Annotated[str | None, typer.Option("--dated-to", help="Only documents dated on or before this day.")]
 
 
-def _engine(workspace: Path | None, config: Path | None = None) -> Engine:
+def _engine(workspace: Path | None, config: Path | None = None, *, create: bool = False) -> Engine:
+    """The engine on the workspace. Only the commands that write documents (ingest, demo, init,
+    the web app and the HTTP API) may bring a workspace folder into being; the others say
+    that there is none rather than make an empty one."""
     from ragloom.engine import Engine  # not at the top: --help should not load the engine
+    from ragloom.workspace import resolve_workspace
 
-    return Engine(workspace, config_file=config)
+    path = resolve_workspace(workspace)
+    if not create and not path.is_dir():
+        raise NoWorkspaceError(f"there is no workspace at {path}: ingest documents into it first "
+                               f"('ragloom ingest PATH --lens NAME --workspace {path}', which makes it), "
+                               "or name another with --workspace or RAGLOOM_WORKSPACE")
+    return Engine(path, config_file=config)
 
 
 @contextmanager
@@ -76,9 +92,15 @@ def _print_json(data: Any) -> None:  # noqa: ANN401 - anything json can write
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
+_printed: set[str] = set()
+
+
 def _print_warnings(warnings: list[str]) -> None:
+    """Each warning once per process, however many operations report it."""
     for warning in warnings:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+        if warning not in _printed:
+            _printed.add(warning)
+            err.print(f"[yellow]warning:[/] {escape(warning)}")
 
 
 class _RichProgress(EngineProgress):
@@ -98,6 +120,12 @@ class _RichProgress(EngineProgress):
         if name in self.tasks:
             self.progress.advance(self.tasks[name], amount)
 
+    def describe(self, name: str, text: str) -> None:
+        """Show ``text`` as the description of stage ``name`` (started if need be)."""
+        if name not in self.tasks:
+            self.stage(name, None)
+        self.progress.update(self.tasks[name], description=escape(text))
+
     def message(self, text: str) -> None:
         self.progress.console.print(f"[red]✗[/] {escape(text)}")
 
@@ -113,6 +141,67 @@ def _progress(enabled: bool = True) -> Iterator[_RichProgress | None]:
     with Progress(SpinnerColumn(), TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as bar:
         yield _RichProgress(bar)
+
+
+class _IngestProgress(_RichProgress):
+    """One bar for a whole ingest (or reindex): documents read, and the chunks and sentences
+    they need embedded.
+
+    The bar counts one unit per document and one per text to embed, so its ETA follows the
+    embedding, where the time goes. Documents are embedded in batches as they are read, so
+    the texts still to come are estimated from the documents read so far (shown with ≈).
+    """
+
+    def __init__(self, progress: Progress, label: str) -> None:
+        super().__init__(progress)
+        self.task = progress.add_task(label, total=None, counts="", visible=False)  # shown once work starts
+        self.documents: int | None = None  # documents to read, once known
+        self.read = 0
+        self.declared = 0  # texts the batches so far said they would embed
+        self.embedded = 0
+        self.read_at_batch = 0  # documents read when the last batch started embedding
+
+    def stage(self, name: str, total: int | None) -> None:
+        if name == "Reading":  # a reindex reads every generation of versions in turn
+            self.documents = (self.documents or 0) + (total or 0) if self.read else total
+        elif name == "Embedding":
+            self.declared += total or 0
+            self.read_at_batch = self.read
+        self._draw()
+
+    def advance(self, name: str, amount: int = 1) -> None:
+        if name == "Reading":
+            self.read += amount
+        elif name == "Embedding":
+            self.embedded += amount
+        self._draw()
+
+    def _draw(self) -> None:
+        documents = max(self.documents or 0, self.read)
+        expected = self.declared
+        if self.read_at_batch and documents > self.read_at_batch:
+            expected = max(expected, round(self.declared * documents / self.read_at_batch))
+        counts = f"{self.read:,}/{documents:,} documents read"
+        if expected:
+            about = "≈" if expected > self.declared else ""
+            counts += f", {self.embedded:,}/{about}{expected:,} chunks and sentences embedded"
+        self.progress.update(self.task, completed=self.read + self.embedded, total=documents + expected,
+                             counts=counts, visible=True)
+
+
+@contextmanager
+def _ingest_progress(enabled: bool = True, label: str = "Ingesting") -> Iterator[_IngestProgress | None]:
+    if not enabled:
+        yield None
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"),
+                  TimeRemainingColumn(), console=err, transient=False) as bar:
+        yield _IngestProgress(bar, label)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _display_path(path: str) -> str:
@@ -137,20 +226,14 @@ def ingest(
 ) -> None:
     """Read documents into the workspace under a lens. Exit status 1 if any file failed."""
     with _errors():
-        engine = _engine(workspace, config)
+        engine = _engine(workspace, config, create=True)
         _print_warnings(engine.warnings)
-        with _progress(not as_json) as progress:
+        with _ingest_progress(not as_json) as progress:
             report = engine.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress)
     if as_json:
         _print_json(report.to_dict())
     else:
-        console.print(
-            f"[bold]{report.files}[/] files: [green]{report.added} added[/], [cyan]{report.updated} updated[/], "
-            f"{report.unchanged} unchanged, {report.deleted} deleted, "
-            f"[{'red' if report.failed else 'dim'}]{len(report.failed)} failed[/]. "
-            f"{report.chunks_written} chunk versions written ({report.chunks_embedded} embedded, "
-            f"{report.chunks_reused} reused); {report.relationships} relationships found; {report.seconds:.1f}s."
-        )
+        console.print(escape(report.summary()), style="red" if report.failed else None, highlight=False)
     if report.failed:
         raise typer.Exit(1)
 
@@ -166,7 +249,7 @@ def chunk(
 ) -> None:
     """Chunk one file and print the chunks (no store needed)."""
     with _errors():
-        engine = _engine(workspace, config)
+        engine = _engine(workspace, config, create=True)
         document, chunks = engine.chunk_file(file, strategy=strategy, lens=lens)
     if jsonl:
         for c in chunks:
@@ -197,6 +280,8 @@ def query(
     organize: Annotated[str | None, typer.Option(
         "--organize", help="relevance, temporal, topical, hierarchical, edges, lens or auto.")] = None,
     show_context: Annotated[bool, typer.Option("--show-context", help="Print the optimised context itself.")] = False,
+    dated_from: DatedFromOpt = None,
+    dated_to: DatedToOpt = None,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
@@ -206,7 +291,7 @@ def query(
     with _errors():
         engine = _engine(workspace, config)
         result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
-                              organize=organize, optimize=show_context)
+                              organize=organize, optimize=show_context, dated_from=dated_from, dated_to=dated_to)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -218,38 +303,43 @@ def query(
         return
     c = result.context
     stats = c.deduplication_stats
-    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {len(result)} candidates → "
-                  f"{len(c.chunks)} in the context, {c.total_tokens} of {c.budget} tokens)[/]")
-    console.print(f"  organised by [cyan]{c.strategy}[/]: {escape(c.strategy_reason)}")
-    console.print(f"  de-duplication: {stats.get('removed_count', 0)} removed, {stats.get('merged_count', 0)} merged; "
-                  f"{len(c.relationships)} relationships")
+    # With --show-context, standard output is the context exactly as the model gets it
+    # (never wrapped, so that "> prompt.txt" equals context.formatted); the summary goes to
+    # standard error.
+    out = err if show_context else console
+    out.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {len(result)} candidates → "
+              f"{len(c.chunks)} in the context, {c.total_tokens} of {c.budget} tokens)[/]")
+    out.print(f"  organised by [cyan]{c.strategy}[/]: {escape(c.strategy_reason)}")
+    out.print(f"  de-duplication: {stats.get('removed_count', 0)} removed, {stats.get('merged_count', 0)} merged; "
+              f"{len(c.relationships)} relationships")
     reasons: dict[str, int] = {}
     for _, reason in c.removed:
         key = reason.split(" ", 2)[0] if reason.startswith(("duplicate", "trimmed")) else reason
         reasons[key] = reasons.get(key, 0) + 1
     if reasons:
-        console.print("  left out or cut: " + ", ".join(f"{n} {escape(r)}" for r, n in sorted(reasons.items())))
+        out.print("  left out or cut: " + ", ".join(f"{n} {escape(r)}" for r, n in sorted(reasons.items())))
     for i, chunk in enumerate(c.chunks, start=1):
-        console.print(f"  [bold cyan]Source {i}[/] [magenta]{escape(chunk.lens)}[/] "
-                      f"{escape(_display_path(chunk.source_path))} › {escape(chunk.section_path_str)} "
-                      f"[dim][{chunk.start}:{chunk.end}][/]")
+        out.print(f"  [bold cyan]Source {i}[/] [dim]\\[{escape(short_id(chunk.chunk_id))}][/] "
+                  f"[magenta]{escape(chunk.lens)}[/] {escape(_display_path(chunk.source_path))} › "
+                  f"{escape(chunk.section_path_str)} [dim]{chunk.start}–{chunk.end}[/]")
     if show_context:
-        console.print()
-        console.print(escape(c.formatted), highlight=False)
+        sys.stdout.write(c.formatted)
+        sys.stdout.flush()
 
 
 def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult
-    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {len(result)} results, "
+    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {_count(len(result), 'result')}, "
                   f"{result.seconds * 1000:.0f} ms)[/]")
     if not result.results:
-        console.print("  [dim]no results: has anything been ingested? try 'ragloom stats'[/]")
+        console.print("  [dim]no results[/]")
     for rank, r in enumerate(result, start=1):
         section = f" › {escape(r.section_path_str)}" if r.section_path else ""
-        console.print(f"  [bold cyan]{rank}.[/] [green]{r.score:.3f}[/] [magenta]{escape(r.lens)}[/] "
-                      f"{escape(_display_path(r.source_path))}{section} [dim][{r.start}:{r.end}][/]")
+        console.print(f"  [bold cyan]{rank}.[/] [green]{r.relevance:.2f}[/] [dim]\\[{escape(short_id(r.chunk_id))}][/] "
+                      f"[magenta]{escape(r.lens)}[/] {escape(_display_path(r.source_path))}{section} "
+                      f"[dim]{r.start}–{r.end}[/]")
         if r.via:
-            console.print(f"     [dim]via {escape(r.via.get('edge', ''))} from {escape(r.via.get('seed', ''))} "
-                          f"(weight {r.via.get('weight', 0):.2f})[/]")
+            console.print(f"     [dim]via {escape(r.via.get('edge', ''))} from "
+                          f"{escape(short_id(str(r.via.get('seed', ''))))} (weight {r.via.get('weight', 0):.2f})[/]")
         snippet = " ".join(r.text.split())
         console.print(f"     {escape(snippet[:240])}{'…' if len(snippet) > 240 else ''}")
 
@@ -293,22 +383,32 @@ def ask(
     model: ModelOpt = None,
     opus: OpusOpt = False,
     stream: StreamOpt = False,
+    dated_from: DatedFromOpt = None,
+    dated_to: DatedToOpt = None,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Answer a question from the workspace, citing its sources as [n]; every citation is checked."""
+    """Answer a question from the workspace, citing its sources as \\[n]; every citation is checked."""
     with _errors():
         engine = _engine(workspace, config)
         writer = engine.writing.writer(model=model, strongest=opus)
         result = engine.ask(question, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
-                            writer=writer, on_text=_stream(stream and not as_json))
+                            writer=writer, on_text=_stream(stream and not as_json), dated_from=dated_from,
+                            dated_to=dated_to)
     if as_json:
         _print_json(result.to_dict())
         return
+    _print_answer(result, writer, streamed=stream)
+    if not result.answer.citations.ok:
+        raise typer.Exit(1)
+
+
+def _print_answer(result: Any, writer: Any, *, streamed: bool = False) -> None:  # noqa: ANN401 - AskResult, Writer
+    """A cited answer, its sources and the citation check (the text itself already printed when streamed)."""
     answer = result.answer
-    if stream:
+    if streamed:
         sys.stdout.write("\n")
     else:
         console.print(escape(answer.text), highlight=False)
@@ -321,8 +421,6 @@ def ask(
     console.print(f"[{colour}]citations: {escape(answer.citations.summary())}[/]")
     for sentence in answer.citations.uncited_sentences:
         console.print(f"  [red]uncited:[/] {escape(sentence)}")
-    if not answer.citations.ok:
-        raise typer.Exit(1)
 
 
 @app.command()
@@ -399,6 +497,10 @@ def stats(as_json: JsonOpt = False, tenant: TenantOpt = None, workspace: Workspa
         _print_json(data)
         return
     _print_warnings(data["warnings"])
+    if not data["documents"]:
+        console.print(f"the workspace {escape(data['workspace'])} is empty (tenant {escape(data['tenant'])}): "
+                      "ingest documents with 'ragloom ingest PATH --lens NAME'")
+        return
     console.print(f"[bold]{escape(data['workspace'])}[/] (tenant {escape(data['tenant'])}): {data['documents']} documents, "
                   f"{data['chunks']} chunks, {data['tokens']} tokens; {data['chunk_versions_stored']} chunk "
                   f"versions stored; embedder {data['embedder']}, embedding {data['embedded_text']} text")
@@ -466,10 +568,10 @@ def reindex(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     """Rebuild all chunks with the current settings, from the stored documents and their history."""
     with _errors():
         engine = _engine(workspace, config)
-        with _progress() as progress:
+        with _ingest_progress(label="Re-indexing") as progress:
             report = engine.reindex(progress=progress)
-    console.print(f"reindexed {report.files} documents: {report.chunks_written} chunk versions "
-                  f"({report.chunks_embedded} embedded) in {report.seconds:.1f}s")
+    console.print(f"reindexed {report.files} documents: {report.chunks_embedded:,} chunks and "
+                  f"{report.sentences_embedded:,} sentences embedded in {report.seconds:.1f}s")
 
 
 @app.command()
@@ -555,7 +657,7 @@ def entities(
 
 @app.command()
 def backrefs(
-    chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'ragloom query --json').")],
+    chunk_id: Annotated[str, typer.Argument(help="A chunk id, or its first characters (as 'ragloom query' shows).")],
     limit: Annotated[int | None, typer.Option("--limit", "-n", help="Other chunks per entity.")] = None,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
@@ -572,8 +674,8 @@ def backrefs(
         console.print("this chunk mentions no entity that another chunk mentions")
     for r in refs:
         console.print(f"[bold]{escape(r.entity_name)}[/] ({r.entity_type}) [green]{r.relevance_score:.2f}[/] "
-                      f"{r.relationship} in [magenta]{escape(r.lens)}[/] {escape(_display_path(r.source_path))} "
-                      f"› {escape(r.section_path)}")
+                      f"{r.relationship} in [dim]\\[{short_id(r.chunk_id)}][/] [magenta]{escape(r.lens)}[/] "
+                      f"{escape(_display_path(r.source_path))} › {escape(r.section_path)}")
         console.print(f"   {escape(r.context_summary)}")
 
 
@@ -610,7 +712,8 @@ def graph_stats(tenant: TenantOpt = None, as_json: JsonOpt = False, workspace: W
 
 
 @graph_app.command("show")
-def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'ragloom query --json').")],
+def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id, or its first characters (as 'ragloom "
+                                                     "query' shows).")],
                limit: Annotated[int, typer.Option("--limit", "-n")] = 15, tenant: TenantOpt = None,
                as_json: JsonOpt = False, workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
     """A chunk's attributes and its relations."""
@@ -619,16 +722,19 @@ def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id (from 'r
     if as_json:
         _print_json(node)
         return
-    console.print(f"[bold]{escape(node['source_name'])}[/] › {escape(node['section_path'])} [magenta]{node['lens']}[/] "
+    console.print(f"[dim]\\[{node['short_id']}][/] [bold]{escape(node['source_name'])}[/] › "
+                  f"{escape(node['section_path'])} [magenta]{node['lens']}[/] "
                   f"(chunk {node['chunk_index'] + 1} of {node['total_chunks']}, {node['token_count']} tokens)")
     console.print(f"  key terms: {escape(', '.join(node['key_terms']))}")
     console.print(f"  time references: {escape(', '.join(node['time_references']))}")
-    console.print(f"  {escape(node['content_preview'])}")
+    console.print(f"  {escape(' '.join(node['content_preview'].split()))}")
     for r in node["relations"]:
         extra = r.get("shared_terms") or r.get("shared_periods") or ""
-        console.print(f"  [cyan]{r['type']:<17}[/] {r['weight']:.2f} [magenta]{r['neighbour_lens']}[/] "
-                      f"{escape(r['neighbour_source'])} {escape(', '.join(extra))}")
-    console.print(f"  [dim]{node['relations_total']} stored relations[/]")
+        section = f" › {escape(r['neighbour_section'])}" if r["neighbour_section"] else ""
+        console.print(f"  [cyan]{r['type']:<17}[/] {r['weight']:.2f} [dim]\\[{r['neighbour_short_id']}][/] "
+                      f"[magenta]{r['neighbour_lens']}[/] {escape(r['neighbour_source'])}{section}"
+                      f"{' [dim](' + escape(', '.join(extra)) + ')[/]' if extra else ''}")
+    console.print(f"  [dim]{node['relations_total']} stored relations; 'ragloom graph show ID' walks on[/]")
 
 
 @graph_app.command("export")
@@ -690,6 +796,7 @@ def eval_(
     """Measure a technique against its baseline; embeddings are cached, so a second run takes seconds."""
     from ragloom.config import EmbeddingSettings
     from ragloom.evaluate import run_suite
+    from ragloom.evaluate.context import STEPS
     from ragloom.evaluate.datasets import shared_data
 
     with _errors():
@@ -702,10 +809,13 @@ def eval_(
             if not value:
                 raise ConfigError(f"--set {item!r}: write section.key=value, for example sentences.vectors=derived")
             overrides[key.strip()] = _setting_value(value.strip())
-        with err.status(f"running the {suite} suite") as status:
+        with _progress(not as_json) as bars:
+            def say(message: str) -> None:
+                if bars is not None:
+                    bars.describe(STEPS, f"{suite}: {message}")
+
             result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit, embedding=embedding,
-                                      overrides=overrides,
-                                      progress=lambda message: status.update(f"{suite}: {message}"))
+                                      overrides=overrides, progress=say, tracker=bars)
     if as_json:
         _print_json(result.to_dict())
         return
@@ -730,6 +840,209 @@ def ui(
     with _errors():
         code = launch(workspace, config=config, port=port, host=host)
     raise typer.Exit(code)
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only; "
+                                      "0.0.0.0: every interface).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0: any free port).")] = 8000,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the HTTP API with one warm engine (the model loads once): query, ask, ingest, generate,
+    stats, graph, contradictions, history, entities. API docs at /docs."""
+    from ragloom.server import serve as serve_api
+
+    with _errors():
+        engine = _engine(workspace, config, create=True)
+        _print_warnings(engine.warnings)
+        serve_api(engine=engine, host=host, port=port)
+
+
+CHAT_HELP = """\
+  QUESTION          search, printed like 'ragloom query'
+  /ask QUESTION     a cited answer, like 'ragloom ask'
+  /mode MODE        the retrieval mode: {modes}
+  /k N              results per question
+  /lens L [L ...]   search only these lenses (adds to the list); /lens alone: every lens again
+  /help             this list and the current settings
+  /quit             leave (also Ctrl-D or Ctrl-C)"""
+
+
+class _ChatState:
+    """What the chat's next question uses; /mode, /k and /lens change it."""
+
+    def __init__(self, k: int | None, mode: str | None, lenses: list[str]) -> None:
+        self.k, self.mode, self.lenses = k, mode, lenses
+
+    def check(self, engine: Engine, tenant: str | None, as_of: str | None) -> None:
+        """Raise the query's own error for a bad mode, k, lens, tenant or time, without searching."""
+        engine.queries.request("", k=self.k, mode=self.mode, lenses=self.lenses or None, tenant=tenant, as_of=as_of)
+
+    def describe(self, engine: Engine) -> str:
+        retrieval = engine.settings.retrieval
+        lenses = ", ".join(self.lenses) if self.lenses else "every lens"
+        return f"mode {self.mode or retrieval.mode}, k {self.k or retrieval.k}, {lenses}"
+
+
+def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str | None, as_of: str | None,
+                  writers: dict[str, Any]) -> bool:
+    """Answer one line of the chat; False to leave. Raises ragloom errors for the loop to print."""
+    from ragloom.retrieve import mode_names
+
+    if not line.startswith("/"):
+        result = engine.query(line, k=state.k, mode=state.mode, lenses=state.lenses or None, tenant=tenant,
+                              as_of=as_of)
+        for note in result.notes:
+            err.print(f"[dim]note:[/] {escape(note)}")
+        _print_results(result)
+        return True
+    command, _, arg = line[1:].partition(" ")
+    arg = arg.strip()
+    command = command.lower()
+    if command in ("quit", "exit", "q"):
+        return False
+    if command in ("help", "h", "?"):
+        console.print(escape(CHAT_HELP.format(modes=", ".join(mode_names()))), highlight=False)
+        console.print(f"now: {escape(state.describe(engine))}")
+    elif command in ("mode", "k", "lens"):
+        if command == "mode" and arg:
+            changed = _ChatState(state.k, arg, state.lenses)
+        elif command == "k" and arg:
+            if not arg.isdigit():
+                raise ConfigError(f"/k {arg[:40]!r}: give a whole number of results, like /k 5")
+            changed = _ChatState(int(arg), state.mode, state.lenses)
+        elif command == "lens":
+            changed = _ChatState(state.k, state.mode, [*state.lenses, *arg.split()] if arg else [])
+        else:
+            raise ConfigError(f"/{command} needs a value; /help lists the commands")
+        changed.check(engine, tenant, as_of)  # a bad value leaves the settings as they were
+        state.k, state.mode, state.lenses = changed.k, changed.mode, changed.lenses
+        console.print(f"[dim]now: {escape(state.describe(engine))}[/]")
+    elif command == "ask":
+        if not arg:
+            raise ConfigError("/ask needs a question, like /ask When does the catalog integration ship?")
+        if "writer" not in writers:
+            writers["writer"] = engine.writing.writer()
+        writer = writers["writer"]
+        _print_answer(engine.ask(arg, mode=state.mode, lenses=state.lenses or None, tenant=tenant, as_of=as_of,
+                                 writer=writer), writer)
+    else:
+        raise ConfigError(f"unknown command /{command[:40]}; /help lists the commands")
+    return True
+
+
+@app.command()
+def chat(
+    k: Annotated[int | None, typer.Option("-k", help="Results per question.")] = None,
+    lens: LensesOpt = None,
+    mode: ModeOpt = None,
+    as_of: AsOfOpt = None,
+    tenant: TenantOpt = None,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Ask question after question with one warm engine (the model loads once); /help lists the commands."""
+    with _errors():
+        engine = _engine(workspace, config)
+        _print_warnings(engine.warnings)
+        state = _ChatState(k, mode, list(lens or []))
+        state.check(engine, tenant, as_of)
+        with err.status("loading the embedding model"):
+            engine.embedder.embed_query("warm up")
+        documents = engine.stats(tenant=tenant)["documents"]
+    interactive = sys.stdin.isatty()
+    if interactive:
+        try:
+            import readline  # noqa: F401 - line editing and history for input()
+        except ImportError:  # pragma: no cover - Windows
+            pass
+    console.print(f"[bold]ragloom chat[/] on {escape(str(engine.workspace.path))} ({documents} documents; "
+                  f"{escape(state.describe(engine))}). Type a question, /help for commands, Ctrl-D to leave.")
+    writers: dict[str, Any] = {}
+    while True:
+        try:
+            line = input("ragloom> " if interactive else "").strip()
+            if line and not _chat_command(engine, state, line, tenant=tenant, as_of=as_of, writers=writers):
+                break
+        except RagloomError as exc:  # one red line; the chat goes on
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+        except (EOFError, KeyboardInterrupt):
+            if interactive:
+                console.print()
+            break
+
+
+@app.command()
+def init(
+    path: Annotated[Path | None, typer.Argument(help="The workspace folder (default: --workspace, "
+                                                 "RAGLOOM_WORKSPACE or ./ragloom-data).", show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing ragloom.toml.")] = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Make a workspace with a commented ragloom.toml: every setting at its default, with what it does."""
+    from ragloom.configfile import init_workspace
+    from ragloom.workspace import resolve_workspace
+
+    with _errors():
+        written = init_workspace(resolve_workspace(path or workspace), force=force)
+    console.print(f"wrote {escape(str(written))}: uncomment a line to set it; then "
+                  f"'ragloom ingest PATH --lens NAME --workspace {escape(str(written.parent))}'")
+
+
+config_app = typer.Typer(help="The settings: 'ragloom config show' prints them with where each came from.",
+                         no_args_is_help=True)
+app.add_typer(config_app, name="config")
+
+
+@config_app.command("show")
+def config_show(
+    changed: Annotated[bool, typer.Option("--changed", help="Only the settings that are not at their default.")]
+    = False,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Every effective setting, its value and where the value came from (default, a file, a variable)."""
+    from ragloom.configfile import effective_settings, toml_value
+    from ragloom.workspace import resolve_workspace
+
+    with _errors():
+        rows = effective_settings(resolve_workspace(workspace), config_file=config)
+    if changed:
+        rows = [r for r in rows if r.source != "default"]
+    if as_json:
+        _print_json([r.to_dict() for r in rows])
+        return
+    table = Table()
+    for column in ("setting", "value", "from"):
+        table.add_column(column, overflow="fold")
+    for r in rows:
+        table.add_row(escape(r.key), escape(toml_value(r.value)), "[dim]default[/]" if r.source == "default"
+                      else f"[cyan]{escape(r.source)}[/]")
+    console.print(table)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ragloom import __version__
+
+        console.print(f"ragloom {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """A local-first context engine for retrieval-augmented generation."""
+    import warnings
+
+    # The engine also raises its warnings as Python warnings for library users; the command
+    # line prints each once, as a sentence, without Python's source line.
+    warnings.simplefilter("ignore", WorkspaceMismatchWarning)
 
 
 def _setting_value(text: str) -> Any:  # noqa: ANN401 - a TOML value
@@ -761,14 +1074,14 @@ def demo(
 
     with _errors():
         folder = find_materials(materials)
-        engine = _engine(workspace, config)
+        engine = _engine(workspace, config, create=True)
         install_gazetteer(folder, engine.workspace.path)
         _print_warnings(engine.warnings)
         lenses = sorted(p for p in folder.iterdir() if p.is_dir())
         console.print(f"[bold]ragloom demo[/]: {len(lenses)} lenses from {escape(_display_path(str(folder)))} "
                       f"into {escape(str(engine.workspace.path))}")
         failed = 0
-        with _progress() as progress:
+        with _ingest_progress() as progress:
             for lens_dir in lenses:
                 report = engine.ingest(lens_dir, lens=lens_dir.name, progress=progress)
                 failed += len(report.failed)

@@ -9,6 +9,8 @@ on first use.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
 
@@ -18,10 +20,11 @@ from ragloom.context import ContextOptimizer
 from ragloom.embed import Embedder, embedder_from_settings, windowed
 from ragloom.enrich import PrefixBuilder
 from ragloom.enrich.entities import EntityExtractor, load_gazetteer
-from ragloom.errors import StoreError
+from ragloom.errors import InvalidParameterError, StoreError
 from ragloom.load import load_file, validate_name
 from ragloom.load.limits import Limits
 from ragloom.parse.doctype import DocTypeRule
+from ragloom.query.result import shown
 from ragloom.store.lance import AnnSettings, LanceStore
 from ragloom.types import Document
 from ragloom.workspace import Workspace
@@ -97,6 +100,26 @@ class Components:
     def tenant(self, tenant: str | None) -> str:
         return validate_name("tenant", tenant or self.settings.tenant)
 
+    def check_lenses(self, tenant: str, lenses: Iterable[str] | None, *, as_of: datetime | None = None) -> None:
+        """Raise when a lens asked for has no chunks in the workspace (at ``as_of``), naming the
+        lenses it has: a filter on a misspelt lens is a mistake to report, not an empty answer."""
+        asked = list(lenses or ())
+        if not asked:
+            return
+        present = self.store.lenses(tenant, as_of=as_of)
+        unknown = [lens for lens in asked if lens not in present]
+        if not unknown:
+            return
+        when = f" at {as_of.isoformat()}" if as_of is not None else ""
+        names = ", ".join(shown(lens) for lens in unknown)
+        if not present:
+            raise InvalidParameterError(
+                f"lens {names}: the workspace {self.workspace.path} (tenant {tenant!r}) has no documents{when}; "
+                "ingest some with 'ragloom ingest PATH --lens NAME'")
+        raise InvalidParameterError(
+            f"the workspace {self.workspace.path} (tenant {tenant!r}) has no lens {names}{when}; "
+            f"its lenses are: {', '.join(sorted(present))}")
+
     def load(self, path: str | Path, *, lens: str = "default", tenant: str | None = None,
              data: bytes | None = None) -> Document:
         """One file as a :class:`~ragloom.types.Document` (raises a :class:`~ragloom.errors.LoadError`)."""
@@ -106,7 +129,11 @@ class Components:
 
     def record(self) -> None:
         """Write how the index was built into the workspace manifest."""
-        self.workspace.record(self.settings, embedder=self.embedder.name, dim=self.embedder.dim)
+        # An ingest that embedded nothing (every file unchanged) has not loaded the model, and
+        # need not load it to learn its dimension: the stored vectors have it.
+        dim = self._embedder.dim if self._embedder is not None else self.store.dim
+        self.workspace.record(self.settings, embedder=self.embedder_name,
+                              dim=dim if dim is not None else self.embedder.dim)
 
     def warnings(self) -> list[str]:
         """Why the index does not match the current settings, if it does not."""

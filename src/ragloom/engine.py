@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings as _warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,7 @@ class Engine:
         self.graphs = GraphMaintainer(self.components)
         self.insights = Insights(self.components, self.queries)
         self.writing = Writing(self.components, self.queries, self.insights)
+        self._warned: set[str] = set()
 
     # -- components ----------------------------------------------------------------------------
 
@@ -96,9 +97,13 @@ class Engine:
         return self.components.warnings()
 
     def _warn(self) -> list[str]:
+        """The current warnings; each is also raised once per engine as a Python warning (the
+        command line silences those and prints each once itself)."""
         found = self.warnings
         for w in found:
-            _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=3)
+            if w not in self._warned:
+                self._warned.add(w)
+                _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=3)
         return found
 
     # -- documents to chunks, without the store --------------------------------------------------
@@ -186,8 +191,14 @@ class Engine:
     def query(self, text: str, *, k: int | None = None, mode: str | None = None,
               lenses: Sequence[str] | str | None = None, tenant: str | None = None,
               as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
-              optimize: bool = False, **options: Any) -> QueryResult:  # noqa: ANN401
+              optimize: bool = False, dated_from: date | str | None = None, dated_to: date | str | None = None,
+              **options: Any) -> QueryResult:  # noqa: ANN401
         """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode``.
+
+        Two times, two meanings: ``as_of`` is a moment of the workspace's own history (what
+        had been ingested by then, each document in the version it had then); ``dated_from``
+        and ``dated_to`` keep the documents whose own date (front matter ``date:``, or a date
+        in the file name) lies in that range, both ends included.
 
         ``options`` are the mode's own (``threshold=0.7`` for ``dynamic``, ``chunks_per_lens``
         for ``balanced``; an option the mode does not have is an error naming the valid ones).
@@ -195,7 +206,8 @@ class Engine:
         optimised context window (:attr:`QueryResult.context`).
         """
         request = self.queries.request(text, k=k, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of,
-                                       budget=budget, organize=organize, optimize=optimize, **options)
+                                       budget=budget, organize=organize, optimize=optimize, dated_from=dated_from,
+                                       dated_to=dated_to, **options)
         result = self.queries.run(request)
         self._warn()
         return result

@@ -43,7 +43,18 @@ class UnknownChunkError(_LookupFailed):
     def __init__(self, chunk_id: str, where: str) -> None:
         self.chunk_id = chunk_id
         shown = repr(chunk_id) if len(chunk_id) <= 80 else f"{chunk_id[:60]!r}… ({len(chunk_id)} characters)"
-        super().__init__(f"no chunk {shown} in {where}; take ids from 'ragloom query --json'")
+        super().__init__(f"no chunk {shown} in {where}; take ids from 'ragloom query' (the 8 characters in "
+                         "brackets) or 'ragloom query --json'")
+
+
+class AmbiguousChunkError(_LookupFailed):
+    """A short chunk id that starts more than one chunk id."""
+
+    def __init__(self, prefix: str, matches: Iterable[str], where: str) -> None:
+        self.prefix, self.matches = prefix, sorted(matches)
+        shown = ", ".join(m[:12] for m in self.matches[:5]) + (" ..." if len(self.matches) > 5 else "")
+        super().__init__(f"chunk id {prefix!r} starts {len(self.matches)} chunk ids in {where} ({shown}); "
+                         "give more of it")
 
 
 class MissingExtraError(RagloomError, ImportError):
@@ -54,6 +65,10 @@ class MissingExtraError(RagloomError, ImportError):
             f"{purpose} needs the package {package!r}, which is not installed; "
             f"install it with: pip install 'ragloom[{extra}]'"
         )
+
+
+class NothingToIngestError(InvalidParameterError):
+    """The paths given to an ingest hold no file that ragloom reads."""
 
 
 class LoadError(RagloomError):
@@ -103,6 +118,10 @@ class EmbeddingError(RagloomError):
 
 class StoreError(RagloomError):
     """The workspace store is missing, locked or inconsistent."""
+
+
+class NoWorkspaceError(StoreError):
+    """A command that reads a workspace was given a folder that does not exist."""
 
 
 class WorkspaceLockedError(StoreError):

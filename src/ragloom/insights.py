@@ -13,6 +13,7 @@ import numpy as np
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.errors import UnknownChunkError
+from ragloom.ids import is_prefix, pick
 from ragloom.query.result import as_of_moment
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Insights:
         """Concrete conflicts between lenses: among ``chunk_ids``, the chunks about ``topic``,
         or the whole workspace."""
         tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, lenses)
         store = self.c.store
         columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms"]
         if chunk_ids is not None:
@@ -42,15 +44,26 @@ class Insights:
         else:
             chunks = store.chunks(tenant, lenses=lenses, columns=columns)
         documents = {c["document_id"] for c in chunks}
-        sentences = store.chunks(tenant, table="sentences", document_ids=documents, with_vectors=True,
+        sentences = store.chunks(tenant, table="sentences", document_ids=documents,
                                  columns=["document_id", "lens", "source_path", "section_path", "start_char",
-                                          "end_char", "text", "document_date", "vector"])
-        aliases = {m["text"].lower(): m["canonical"].lower() for m in store.mentions(tenant, document_ids=documents)
+                                          "end_char", "text", "document_date"])
+        mentions = store.mentions(tenant, document_ids=documents)
+        aliases = {m["text"].lower(): m["canonical"].lower() for m in mentions
                    if m["text"].lower() != m["canonical"].lower()}
         g = self.c.settings.graph
-        claims = sentences_with_claims(sentences, chunks, generic=set(g.domain_terms), aliases=aliases)
+        # The documents' texts show which sentences sit in code and literal blocks.
+        claims = sentences_with_claims(sentences, chunks, generic=set(g.domain_terms), aliases=aliases,
+                                       texts=store.document_texts(tenant, documents),
+                                       entities={m["canonical"].lower() for m in mentions
+                                                 if m["source"] in ("gazetteer", "model")})
         return detect_contradictions(claims, authority=g.authority, limit=limit,
                                      topic=topic.lower() if topic and len(topic.split()) <= 3 else None)
+
+    def resolve(self, chunk_id: str, *, tenant: str, as_of: datetime | None = None) -> str:
+        """The whole id of a chunk given by a short id (an unambiguous prefix); a whole id as is."""
+        if not is_prefix(chunk_id):
+            return chunk_id
+        return pick(chunk_id, self.c.store.chunk_ids_starting(tenant, chunk_id, as_of=as_of), f"tenant {tenant!r}")
 
     def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,
                         limit: int | None = None) -> list[BackReference]:
@@ -58,6 +71,7 @@ class Insights:
         tenant = self.c.tenant(tenant)
         moment = as_of_moment(as_of)
         store = self.c.store
+        chunk_id = self.resolve(chunk_id, tenant=tenant, as_of=moment)
         found = store.chunks(tenant, chunk_ids=[chunk_id], with_vectors=True, as_of=moment)
         if not found:
             raise UnknownChunkError(chunk_id, f"tenant {tenant!r}")
@@ -78,6 +92,7 @@ class Insights:
                  as_of: datetime | None = None) -> list[dict[str, Any]]:
         """Every entity mentioned in the tenant's current documents, most mentioned first."""
         tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, [lens] if lens else None, as_of=as_of)
         table: dict[str, dict[str, Any]] = {}
         for m in self.c.store.mentions(tenant, lenses=[lens] if lens else None, as_of=as_of):
             if type is not None and m["type"] != type:
@@ -97,6 +112,7 @@ class Insights:
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""
         tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, [lens] if lens else None)
         rows = self.c.store.chunks(tenant, lenses=[lens] if lens else None,
                                    columns=["chunk_id", "lens", "source_path", "section_path", "start_char",
                                             "end_char", "text", "quality_score", "quality_json"])

@@ -133,6 +133,11 @@ class ScoredChunk:
     as_of: datetime | None = None
     document_date: date | None = None
     retriever: str = ""
+    #: How well the chunk answers the query, from 0 to 1, on one scale for every mode: the
+    #: cosine of query and text for the modes that rank by it (vector, window, dynamic), and
+    #: the share of the best score for the modes that fuse or re-rank (bm25, hybrid,
+    #: balanced, graph). Results come in its order; ``score`` and ``scores`` keep the raw values.
+    relevance: float = 0.0
     scores: Mapping[str, float] = field(default_factory=dict)
     via: Mapping[str, Any] | None = None
     key_terms: tuple[str, ...] = ()

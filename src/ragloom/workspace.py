@@ -90,7 +90,5 @@ class Workspace:
         diffs = self.mismatches(settings, embedder=embedder)
         if not diffs:
             return None
-        return (
-            f"the index in {self.path} was built with other settings ({'; '.join(diffs)}); "
-            "run 'ragloom reindex' to rebuild it with the current ones"
-        )
+        return (f"The index in {self.path} was built with other settings than the current ones "
+                f"({', '.join(diffs)}): run 'ragloom reindex' to rebuild it with them.")

@@ -20,10 +20,11 @@ def check_sizes(text: str, chunks, min_size: int, max_size: int) -> None:
             assert any(i.kind == "length_violation" for i in c.issues), (n, c.text[:60])
 
 
-@given(text=documents, target=st.integers(40, 400))
-def test_offsets_and_sizes(text: str, target: int) -> None:
+@given(text=documents, target=st.integers(40, 400), merge=st.booleans(), tiny=st.sampled_from([0, 40, 150]))
+def test_offsets_and_sizes(text: str, target: int, merge: bool, tiny: int) -> None:
     min_size, max_size, overlap = target // 2, target * 3 // 2, target // 8
-    chunks = chunk_text(text, "boundary", target_size=target, min_size=min_size, max_size=max_size, overlap=overlap)
+    chunks = chunk_text(text, "boundary", target_size=target, min_size=min_size, max_size=max_size, overlap=overlap,
+                        merge_sections=merge, min_chunk_chars=tiny)
     check_sizes(text, chunks, min_size, max_size)
 
 

@@ -29,10 +29,13 @@ def check_contract(text: str, chunks, limit: int, tokenizer: str) -> None:
 
 
 @given(text=documents, size=st.integers(8, 200), overlap_share=st.floats(0, 0.9),
-       tokenizer=st.sampled_from(["cl100k_base", "o200k_base", "minilm"]))
-def test_offsets_exact_and_limit_holds(text: str, size: int, overlap_share: float, tokenizer: str) -> None:
+       tokenizer=st.sampled_from(["cl100k_base", "o200k_base", "minilm"]), merge=st.booleans(),
+       tiny=st.sampled_from([0, 40, 150]))
+def test_offsets_exact_and_limit_holds(text: str, size: int, overlap_share: float, tokenizer: str, merge: bool,
+                                       tiny: int) -> None:
     overlap = min(int(size * overlap_share), size - 1)
-    chunks = chunk_text(text, "token", chunk_size=size, chunk_overlap=overlap, tokenizer=tokenizer)
+    chunks = chunk_text(text, "token", chunk_size=size, chunk_overlap=overlap, tokenizer=tokenizer,
+                        merge_sections=merge, min_chunk_chars=tiny)
     check_contract(text, chunks, size, tokenizer)
 
 
@@ -42,9 +45,9 @@ def test_any_unicode_text(text: str, size: int) -> None:
     check_contract(text, chunks, size, "cl100k_base")
 
 
-@pytest.mark.parametrize("size,overlap", [(1024, 150), (256, 20), (128, 0)])
-def test_real_documents(real_corpus, size: int, overlap: int) -> None:
-    chunker = TokenChunker(size, overlap)
+@pytest.mark.parametrize("size,overlap,merge", [(1024, 150, False), (256, 20, True), (128, 0, False)])
+def test_real_documents(real_corpus, size: int, overlap: int, merge: bool) -> None:
+    chunker = TokenChunker(size, overlap, merge_sections=merge, min_chunk_chars=100)
     for _, text in real_corpus:
         check_contract(text, chunker.chunk(text), size, "cl100k_base")
 
@@ -98,3 +101,20 @@ def test_chunks_stay_within_sections() -> None:
 def test_constructor_validates(params: dict, message: str) -> None:
     with pytest.raises(InvalidParameterError, match=message):
         get_chunker("token", **params)
+
+
+def test_small_sections_merge_and_a_heading_over_an_include_joins_its_neighbour() -> None:
+    text = ("# Guide\n\n## Install\nRun pip install x, then x --version.\n\n"
+            "## Upgrade\nRun pip install -U x when a release is out.\n\n"
+            "## Create\n.. include:: create.rst\n\n### With venv\n" + "Run python -m venv to make one. " * 20)
+    plain = chunk_text(text, "token", chunk_size=256, chunk_overlap=0)
+    assert [c.section_path[-1] for c in plain] == ["Install", "Upgrade", "Create", "With venv"]
+    merged = chunk_text(text, "token", chunk_size=256, chunk_overlap=0, merge_sections=True, min_chunk_chars=60)
+    assert [c.section_path for c in merged] == [("Guide",), ("Guide", "Create", "With venv")]
+    assert merged[0].text.startswith("## Install") and "## Upgrade" in merged[0].text and "## Create" in merged[0].text
+    tiny_only = chunk_text(text, "token", chunk_size=256, chunk_overlap=0, min_chunk_chars=40)
+    assert [c.section_path[-1] for c in tiny_only] == ["Install", "Upgrade", "With venv"]
+    assert tiny_only[2].text.startswith("## Create\n.. include::")  # never a chunk of its own
+    for c in merged:
+        assert text[c.start : c.end] == c.text
+    assert TokenChunker(256, 0, merge_sections=True, min_chunk_chars=60).params()["min_chunk_chars"] == 60

@@ -10,8 +10,25 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.errors import UnknownNameError
 from ragloom.evaluate import SUITES, run_suite
+from ragloom.evaluate.context import STEPS
+from ragloom.ingest.report import Progress
 
 from ..conftest import shared_data
+
+
+class Recorder(Progress):
+    """What a suite reports as it goes (the command line draws these as bars)."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+        self.messages: list[str] = []
+
+    def stage(self, name: str, total: int | None) -> None:
+        self.totals[name] = self.totals.get(name, 0) + (total or 0)
+
+    def advance(self, name: str, amount: int = 1) -> None:
+        self.done[name] = self.done.get(name, 0) + amount
 
 
 @pytest.mark.parametrize("suite", SUITES)
@@ -19,7 +36,12 @@ def test_suite_runs_on_a_slice(suite: str, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     if suite == "chunking":
         pytest.importorskip("langchain_text_splitters")
-    result, paths = run_suite(suite, data=shared_data(), out=tmp_path, limit=4, embedder=HashingEmbedder())
+    tracker, messages = Recorder(), []
+    result, paths = run_suite(suite, data=shared_data(), out=tmp_path, limit=4, embedder=HashingEmbedder(),
+                              tracker=tracker, progress=messages.append)
+    # It shows progress: its steps, named and counted to the end, and what it embeds.
+    assert tracker.totals[STEPS] == tracker.done[STEPS] > 1 and len(messages) >= tracker.totals[STEPS]
+    assert tracker.totals["Embedding"] == tracker.done["Embedding"] > 0
     assert result.rows and all(result.columns[0] in row for row in result.rows)
     data = json.loads(paths["json"].read_text())
     assert data["suite"] == suite and data["table"].startswith("| ")

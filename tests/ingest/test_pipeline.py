@@ -9,7 +9,7 @@ import pytest
 
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
-from ragloom.errors import EmbeddingError, InvalidParameterError
+from ragloom.errors import EmbeddingError, InvalidParameterError, NothingToIngestError
 from ragloom.ingest import IngestRun, Work, default_stages
 
 from ..conftest import fast_settings
@@ -128,3 +128,43 @@ def test_derived_sentence_vectors_come_from_the_chunk_pass(tmp_path: Path, mater
     alone = [t for t in embedder.texts_embedded if t in {s["text"] for s in sentences}]
     assert len(alone) < 0.2 * len(sentences)
     assert len(embedder.texts_embedded) < report.chunks_written + 0.2 * len(sentences)
+
+
+def test_the_report_counts_chunks_and_sentences_apart(tmp_path: Path) -> None:
+    folder = write(tmp_path / "docs", {"a.md": "# A\n\nApples are red. Apples are sweet.\n\n## B\n\nBananas are yellow.\n"})
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    first = engine.ingest(folder, lens="x")
+    chunks = len(engine.store.chunks("default"))
+    sentences = len(engine.store.chunks("default", table="sentences"))
+    assert (first.chunks_embedded, first.chunks_reused) == (chunks, 0)
+    assert (first.sentences_embedded, first.sentences_reused) == (sentences, 0)
+    (folder / "a.md").write_text("# A\n\nApples are red. Apples are sweet.\n\n## B\n\nBananas are yellow. And long.\n",
+                                 encoding="utf-8")
+    second = engine.ingest(folder, lens="x")
+    assert second.chunks_embedded == 1 and second.chunks_reused == chunks - 1  # section A kept its vector
+    assert second.sentences_embedded == 1 and second.sentences_reused == sentences  # one new sentence
+    assert (f"1 chunks embedded, {chunks - 1} reused; 1 sentences embedded, {sentences} reused"
+            in second.summary())
+
+
+def test_an_unchanged_ingest_never_loads_the_model(tmp_path: Path, materials: Path) -> None:
+    settings = fast_settings()
+    Engine(tmp_path / "ws", settings=settings).ingest(materials / "engineering", lens="engineering")
+    again = Engine(tmp_path / "ws", settings=settings)
+    report = again.ingest(materials / "engineering", lens="engineering")
+    assert report.unchanged == 3 and again.components._embedder is None  # only its name was needed
+    assert again.workspace.manifest()["dim"] == again.store.dim == 384
+
+
+def test_nothing_to_ingest_is_an_error_that_says_what_was_found(engine: Engine, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(NothingToIngestError, match="no files"):
+        engine.ingest(empty, lens="x")
+    other = write(tmp_path / "other", {"a.csv": "1,2", "b.csv": "3,4", "LICENSE": "MIT"})
+    with pytest.raises(NothingToIngestError, match=r"only 3 files of types ragloom does not read \(\.csv 2, no ext"):
+        engine.ingest(other, lens="x")
+    write(other, {"c.md": "# C\n\nText."})
+    report = engine.ingest(other, lens="x")
+    assert report.added == 1 and report.skipped == {".csv": 2, "": 1}
+    assert engine.ingest(empty, lens="x", sync=True).files == 0  # a sync of an emptied folder is legitimate

@@ -17,6 +17,7 @@ from ragloom.errors import (
     UnsupportedFormatError,
 )
 from ragloom.load import iter_files, load_document, normalize_text, validate_name
+from ragloom.parse import parse_sections
 
 
 def test_markdown_front_matter_title_date_and_type(tmp_path: Path) -> None:
@@ -123,3 +124,52 @@ def test_iter_files_filters_folders_but_not_explicit_files(tmp_path: Path) -> No
 def test_lens_and_tenant_names_are_validated(bad: str) -> None:
     with pytest.raises(InvalidParameterError, match="not a valid name"):
         validate_name("lens", bad)
+
+
+def test_a_pdf_title_is_never_code_and_its_table_of_contents_is_not_text(tmp_path: Path) -> None:
+    from fpdf import FPDF
+
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("Courier", size=24)
+    pdf.cell(0, 14, "pip install pumpkit", new_x="LMARGIN", new_y="NEXT")  # code, set larger than anything
+    pdf.set_font("Helvetica", "B", size=20)
+    pdf.cell(0, 12, "Pump Operator Manual", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", "B", size=15)
+    pdf.cell(0, 10, "Contents", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("Helvetica", size=11)
+    for line in ("Installation . . . . . . . . . . . . 2", "Daily checks ...................... 3"):
+        pdf.cell(0, 7, line, new_x="LMARGIN", new_y="NEXT")
+    for heading, body in (("Installation", "Bolt the pump to a level base and connect the inlet first."),
+                          ("Daily checks", "Check the seal for drips every morning before starting.")):
+        pdf.set_font("Helvetica", "B", size=15)
+        pdf.cell(0, 10, heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.set_font("Helvetica", size=11)
+        pdf.multi_cell(0, 7, body, new_x="LMARGIN", new_y="NEXT")
+    pdf.output(str(tmp_path / "manual.pdf"))
+    doc = load_document(tmp_path / "manual.pdf", lens="x")
+    assert doc.title == "Pump Operator Manual"
+    assert "# pip install" not in doc.text and "pip install pumpkit" in doc.text  # kept as text, not a heading
+    assert ". . . ." not in doc.text and "......" not in doc.text
+    assert [s.title for s in parse_sections(doc.text)][-2:] == ["Installation", "Daily checks"]
+
+
+PAGE = """<!DOCTYPE html><html><head><title>Pumps — Example Docs</title></head><body>
+<header class="site-header"><nav><a href="/">Home</a> <a href="/guide">Guide</a></nav></header>
+<div role="dialog" class="keyboard-shortcuts"><h2>Keyboard shortcuts</h2><p>Press ? for help.</p></div>
+<div class="sphinxsidebar" role="navigation"><h3>Table of Contents</h3><ul><li>Install</li></ul></div>
+{content}
+<footer><p>© 2025 Example Docs. Built with a generator.</p></footer>
+</body></html>"""
+
+
+def test_html_page_chrome_never_becomes_sections(tmp_path: Path) -> None:
+    article = ('<h1>Pumps<a class="headerlink" href="#pumps" title="Permalink">¶</a></h1>'
+               "<p>A pump moves water.</p><h2>Seals<a href=\"#seals\">#</a></h2><p>Seals keep it in.</p>")
+    for name, content in (("main.html", f"<main>{article}</main>"), ("bare.html", f"<div>{article}</div>")):
+        (tmp_path / name).write_text(PAGE.replace("{content}", content), encoding="utf-8")
+        doc = load_document(tmp_path / name, lens="x")
+        assert doc.title == "Pumps", name
+        assert [s.path for s in parse_sections(doc.text)] == [("Pumps",), ("Pumps", "Seals")], name
+        for chrome in ("Keyboard shortcuts", "Home", "Table of Contents", "©", "¶", "Permalink"):
+            assert chrome not in doc.text, (name, chrome)

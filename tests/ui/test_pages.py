@@ -57,13 +57,14 @@ def test_dashboard_of_an_empty_workspace_points_to_ingest(app: AppTest, empty_wo
 def test_uploaded_files_are_kept_in_the_workspace_and_reported_one_line_each(
         app: AppTest, empty_workspace: Path) -> None:
     at = open_page(app, "ingest")
-    at.selectbox(key="ingest-lens").set_value("engineering")
+    at.selectbox(key="ingest-lens").set_value("New lens…").run()  # an empty workspace has no lenses yet
+    at.text_input(key="ingest-new-lens").input("engineering")
     good = sorted((MATERIALS / "engineering").glob("*.md"))
     files = [(p.name, p.read_bytes(), "text/markdown") for p in good] + [("broken.md", b"\x00\x01\x02", "text/markdown")]
     at.file_uploader[0].set_value(files)
     at.run()
     at.button(key="ingest-go").click()
-    run_until(at, lambda a: any("files into" in e.value for e in [*a.success, *a.warning]))
+    run_until(at, lambda a: any("Into **" in e.value for e in [*a.success, *a.warning]))
 
     folder = empty_workspace / "uploads" / "engineering"
     assert sorted(p.name for p in folder.iterdir()) == sorted([*(p.name for p in good), "broken.md"])
@@ -71,8 +72,8 @@ def test_uploaded_files_are_kept_in_the_workspace_and_reported_one_line_each(
     table = at.dataframe[0].value
     status = dict(zip(table["file"], table["status"], strict=True))
     assert status == {**{p.name: "added" for p in good}, "broken.md": "FAILED"}
-    report = next(e.value for e in at.warning if "files into" in e.value)
-    assert f"**{len(good) + 1}** files into **engineering**: {len(good)} added" in report
+    report = next(e.value for e in at.warning if "Into **" in e.value)
+    assert f"Into **engineering**: {len(good) + 1} files: {len(good)} added" in report
     errors = [e.value for e in at.error]
     assert any(e.startswith(f"✗ {folder / 'broken.md'}: binary content") for e in errors), errors
     relations = int(metrics(at)["Graph relations found"])
@@ -109,7 +110,7 @@ def test_a_folder_path_is_ingested_under_a_new_lens(app: AppTest, workspace: Pat
 
     at.text_input(key="ingest-new-lens").input("founder-notes").run()
     at.button(key="ingest-go").click()
-    run_until(at, lambda a: any("files into" in e.value for e in a.success))
+    run_until(at, lambda a: any("Into **" in e.value for e in a.success))
     assert "2 added" in at.success[0].value
     assert "founder-notes" in fast_engine(workspace).store.lenses("default")
     assert "founder-notes" in at.selectbox(key="ingest-lens").options  # offered from now on

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ragloom.errors import InvalidParameterError
-from ragloom.parse.sections import parse_sections
+from ragloom.parse.sections import MERGE_SECTIONS as MERGE_SECTIONS
+from ragloom.parse.sections import MIN_CHUNK_CHARS as MIN_CHUNK_CHARS
+from ragloom.parse.sections import merge_sections, parse_sections
 from ragloom.parse.sentences import trim as trim  # re-exported: the strategies import it from here
 from ragloom.plugins import Registry
 from ragloom.tokens import TokenCounter, get_tokenizer
@@ -116,6 +118,11 @@ class Chunker(ABC):
     name: ClassVar[str]
     #: What neighbouring chunks share, in the size model's unit (0: nothing).
     overlap: int = 0
+    #: Sibling sections are joined while they fit in this many characters (0: never); a
+    #: section shorter than ``min_chunk_chars`` joins its neighbour (0: never). Strategies
+    #: that cut within sections set these; see :func:`~ragloom.parse.sections.merge_sections`.
+    merge_limit_chars: int = 0
+    min_chunk_chars: int = 0
 
     @classmethod
     def from_settings(cls, settings: ChunkingSettings) -> Chunker:
@@ -160,6 +167,9 @@ class Chunker(ABC):
         """
         if sections is None:
             sections = parse_sections(text)
+        if self.merge_limit_chars or self.min_chunk_chars:
+            sections = merge_sections(text, sections, limit_chars=self.merge_limit_chars,
+                                      min_chars=self.min_chunk_chars)
         guard = Protected(protected)
         per_section = [(section, self.split_section(text, section.start, section.end, guard)) for section in sections]
         total = sum(len(spans) for _, spans in per_section)

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ragloom.chunk.base import (
+    MERGE_SECTIONS,
+    MIN_CHUNK_CHARS,
     Chunker,
     Protected,
     SizeModel,
@@ -64,7 +66,10 @@ class BoundaryChunker(Chunker):
         overlap: int = 100,
         *,
         tokenizer: str | TokenCounter = DEFAULT_TOKENIZER,
+        merge_sections: bool = MERGE_SECTIONS,
+        min_chunk_chars: int = MIN_CHUNK_CHARS,
     ) -> None:
+        require(min_chunk_chars >= 0, f"min_chunk_chars ({min_chunk_chars}) must not be negative")
         require(min_size >= 1, f"min_size ({min_size}) must be at least 1")
         require(
             min_size <= target_size <= max_size,
@@ -81,11 +86,15 @@ class BoundaryChunker(Chunker):
         self.max_size = max_size
         self.overlap = overlap
         self.tokenizer = resolve_tokenizer(tokenizer)
+        self.merge_sections = merge_sections
+        self.merge_limit_chars = target_size if merge_sections else 0
+        self.min_chunk_chars = min_chunk_chars
 
     @classmethod
     def from_settings(cls, settings: ChunkingSettings) -> Chunker:
         return cls.build(target_size=settings.target_size, min_size=settings.min_size, max_size=settings.max_size,
-                         overlap=settings.overlap_chars, tokenizer=settings.tokenizer)
+                         overlap=settings.overlap_chars, tokenizer=settings.tokenizer,
+                         merge_sections=settings.merge_sections, min_chunk_chars=settings.min_chunk_chars)
 
     def size_model(self) -> SizeModel:
         return SizeModel("chars", self.target_size, self.min_size, self.max_size)
@@ -97,6 +106,8 @@ class BoundaryChunker(Chunker):
             "max_size": self.max_size,
             "overlap": self.overlap,
             "tokenizer": self.tokenizer.name,
+            "merge_sections": self.merge_sections,
+            "min_chunk_chars": self.min_chunk_chars,
         }
 
     def _cut(self, text: str, lo: int, hi: int, target: int, protected: Protected, paragraphs: list[int]) -> int:

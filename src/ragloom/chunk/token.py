@@ -7,7 +7,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragloom.chunk.base import Chunker, Protected, SizeModel, Span, require, resolve_tokenizer, trim
+from ragloom.chunk.base import (
+    MERGE_SECTIONS,
+    MIN_CHUNK_CHARS,
+    Chunker,
+    Protected,
+    SizeModel,
+    Span,
+    require,
+    resolve_tokenizer,
+    trim,
+)
 from ragloom.parse.sentences import paragraph_ends, sentence_ends
 from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter
 
@@ -17,6 +27,7 @@ if TYPE_CHECKING:
 # A natural cut may sit just past the window's last token boundary (a sentence's final
 # punctuation can share a token with the whitespace after it); look this far beyond it.
 _LOOKAHEAD = 4
+CHARS_PER_TOKEN = 3
 
 
 class TokenChunker(Chunker):
@@ -37,6 +48,8 @@ class TokenChunker(Chunker):
         *,
         tokenizer: str | TokenCounter = DEFAULT_TOKENIZER,
         boundary_window: float = 0.15,
+        merge_sections: bool = MERGE_SECTIONS,
+        min_chunk_chars: int = MIN_CHUNK_CHARS,
     ) -> None:
         require(chunk_size >= 1, f"chunk_size ({chunk_size}) must be at least 1")
         require(chunk_overlap >= 0, f"chunk_overlap ({chunk_overlap}) must not be negative")
@@ -45,6 +58,12 @@ class TokenChunker(Chunker):
             f"chunk_overlap ({chunk_overlap}) must be smaller than chunk_size ({chunk_size})",
         )
         require(0 <= boundary_window < 1, f"boundary_window ({boundary_window}) must be in [0, 1)")
+        require(min_chunk_chars >= 0, f"min_chunk_chars ({min_chunk_chars}) must not be negative")
+        self.merge_sections = merge_sections
+        # Siblings are joined by characters, not tokens, so that grouping costs no tokenising;
+        # at 3 characters a token (English prose runs at about 4 in cl100k) the group fits one chunk.
+        self.merge_limit_chars = CHARS_PER_TOKEN * chunk_size if merge_sections else 0
+        self.min_chunk_chars = min_chunk_chars
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
         self.overlap = chunk_overlap
@@ -54,7 +73,8 @@ class TokenChunker(Chunker):
     @classmethod
     def from_settings(cls, settings: ChunkingSettings) -> Chunker:
         return cls.build(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
-                         boundary_window=settings.boundary_window, tokenizer=settings.tokenizer)
+                         boundary_window=settings.boundary_window, tokenizer=settings.tokenizer,
+                         merge_sections=settings.merge_sections, min_chunk_chars=settings.min_chunk_chars)
 
     def size_model(self) -> SizeModel:
         return SizeModel("tokens", self.chunk_size, max(1, self.chunk_size // 4), self.chunk_size)
@@ -65,6 +85,8 @@ class TokenChunker(Chunker):
             "chunk_overlap": self.chunk_overlap,
             "tokenizer": self.tokenizer.name,
             "boundary_window": self.boundary_window,
+            "merge_sections": self.merge_sections,
+            "min_chunk_chars": self.min_chunk_chars,
         }
 
     def _natural_cut(self, text: str, lo: int, hi: int, limit: int) -> int | None:

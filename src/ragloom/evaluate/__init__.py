@@ -17,6 +17,7 @@ from ragloom.embed import Embedder
 from ragloom.errors import UnknownNameError
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.report import SuiteResult, write
+from ragloom.ingest.report import Progress
 
 
 def _suite(name: str) -> Callable[[EvalContext], SuiteResult]:
@@ -45,7 +46,8 @@ SUITES = ("ab", "chunking", "contextual", "windows")
 
 
 def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, limit: int | None = None,
-              progress: Callable[[str], None] | None = None, embedder: Embedder | None = None,
+              progress: Callable[[str], None] | None = None, tracker: Progress | None = None,
+              embedder: Embedder | None = None,
               embedding: EmbeddingSettings | None = None,
               overrides: Mapping[str, Any] | None = None) -> tuple[SuiteResult, dict[str, Path]]:
     """Run one suite and write its report under ``out`` (with ``embedder``, or the one the
@@ -53,6 +55,7 @@ def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, li
     run = _suite(name)
     kwargs = {"cache": cache} if cache is not None else {}
     ctx = EvalContext(data=data, out=out, limit=limit, embedder=embedder, progress=progress or (lambda m: None),
+                      tracker=tracker or Progress(),
                       embedding=embedding, overrides=dict(overrides or {}), **kwargs)
     started = time.perf_counter()
     result = run(ctx)

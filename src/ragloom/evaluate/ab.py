@@ -5,8 +5,13 @@ sections it should find: ten cross-section, five document-specific, five single-
 materials are ingested twice, with naked and with contextual embeddings, and each query's
 top five chunks by vector search are compared with its expected sections.
 
-- precision: the share of the five chunks that lie in an expected section;
-- recall: the share of expected sections that at least one of the five chunks lies in.
+- recall: the share of expected sections that at least one of the five chunks reaches (its
+  span overlaps the section's text, below the heading line);
+- precision: the share of the five chunks' characters that lie in an expected section.
+
+Both are measured on character spans, so chunks of any size and of several sections at once
+(small sections merged, see :func:`~ragloom.parse.sections.merge_sections`) are scored by what
+they hold, and a larger chunk buys recall only at the price of precision.
 """
 
 from __future__ import annotations
@@ -23,26 +28,54 @@ from ragloom.config import Settings
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.datasets import SectionQuery, load_ab
-from ragloom.evaluate.metrics import set_precision_recall
 from ragloom.evaluate.report import SuiteResult, bar_chart
-from ragloom.types import ScoredChunk
+from ragloom.parse.sections import parse_sections
+from ragloom.types import Document, ScoredChunk
 
 K = 5
 CATEGORIES = ("cross-section", "document-specific", "single-section")
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def matches(result: ScoredChunk, expected: tuple[str, str]) -> bool:
-    name, section = expected
-    return result.source_name == name and (not section or (bool(result.section_path)
-                                                          and result.section_path[-1] == section))
+#: (start, end) spans of section text (below the heading line) by (file name, section title);
+#: the title "" names the whole document.
+SectionSpans = dict[tuple[str, str], list[tuple[int, int]]]
 
 
-def score(query: SectionQuery, results: Sequence[ScoredChunk]) -> tuple[float, float]:
-    hits = [next((e for e in query.expected if matches(r, e)), None) for r in results]
-    precision = sum(h is not None for h in hits) / len(results) if results else 0.0
-    _, recall = set_precision_recall(set(query.expected), [h for h in hits if h is not None])
-    return precision, recall
+def section_spans(documents: Sequence[Document]) -> SectionSpans:
+    spans: SectionSpans = {}
+    for doc in documents:
+        spans[(doc.source_name, "")] = [(0, len(doc.text))]
+        for section in parse_sections(doc.text):
+            spans.setdefault((doc.source_name, section.title), []).append((section.body_start, section.end))
+    return spans
+
+
+def score(query: SectionQuery, results: Sequence[ScoredChunk], spans: SectionSpans) -> tuple[float, float]:
+    """(character precision, recall of expected sections) of one query's results."""
+    reached = set()
+    inside = retrieved = 0
+    for r in results:
+        retrieved += r.end - r.start
+        covered: list[tuple[int, int]] = []
+        for expected in query.expected:
+            for a, b in spans.get(expected, []) if expected[0] == r.source_name else []:
+                lo, hi = max(a, r.start), min(b, r.end)
+                if lo < hi:
+                    reached.add(expected)
+                    covered.append((lo, hi))
+        inside += union_length(covered)
+    precision = inside / retrieved if retrieved else 0.0
+    return precision, len(reached) / len(set(query.expected)) if query.expected else 0.0
+
+
+def union_length(spans: Sequence[tuple[int, int]]) -> int:
+    total, reach = 0, -1
+    for a, b in sorted(spans):
+        if b > reach:
+            total += b - max(a, reach)
+            reach = b
+    return total
 
 
 @dataclass(frozen=True)
@@ -66,16 +99,19 @@ def run(ctx: EvalContext, *, materials: Path | None = None, queries: Path | None
     items = ab.queries[: ctx.limit] if ctx.limit else ab.queries
     per_variant: dict[str, dict[str, list[tuple[float, float]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for embed_text in ("naked", "contextual"):
-            ctx.progress(f"ingesting ({embed_text})")
+        for embed_text in ctx.steps(["naked", "contextual"]):
             settings = Settings.load(environ={}, overrides={"embedding.embed_text": embed_text, "embedding.cache": False,
-                                                            "sentences.enabled": False, "graph.enabled": False})
+                                                            "sentences.enabled": False, "graph.enabled": False,
+                                                            **ctx.overrides})
             engine = Engine(Path(tmp) / embed_text, settings=settings, embedder=ctx.embedder)
+            documents = []
             for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-                engine.ingest(lens, lens=lens.name)
+                engine.ingest(lens, lens=lens.name, progress=ctx.tracker)
+                documents += [engine.load(f, lens=lens.name) for f in sorted(lens.iterdir()) if f.is_file()]
+            spans = section_spans(documents)
             scores: dict[str, list[tuple[float, float]]] = {c: [] for c in CATEGORIES}
             for q in items:
-                scores[q.category].append(score(q, engine.query(q.query, k=K, mode="vector").results))
+                scores[q.category].append(score(q, engine.query(q.query, k=K, mode="vector").results, spans))
             per_variant[embed_text] = scores
     rows: list[dict[str, object]] = []
     by_category: dict[str, dict[str, Means]] = {}  # category -> variant -> means

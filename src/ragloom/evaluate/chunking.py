@@ -103,8 +103,9 @@ def run(ctx: EvalContext, configs: list[Config] | None = None) -> SuiteResult:
     question_vectors = ctx.embed(questions)
     rows: list[ChunkingRow] = []
     details: dict[str, dict[str, list[dict[str, float]]]] = {}
-    for config in configs or configurations():
-        ctx.progress(config.name)
+    chosen = {c.name: c for c in configs or configurations()}
+    for name in ctx.steps(list(chosen)):
+        config = chosen[name]
         spans: list[tuple[int, int]] = []
         corpora: list[str] = []
         texts: list[str] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +11,10 @@ import numpy as np
 
 from ragloom.config import EmbeddingSettings
 from ragloom.embed import Embedder, embedder_from_settings, normalize_rows
+from ragloom.ingest.report import Progress
+
+#: The name of the stage that counts a suite's steps (configurations, variants, strategies).
+STEPS = "Steps"
 
 
 def default_cache() -> Path:
@@ -27,6 +31,9 @@ class EvalContext:
     limit: int | None = None  # questions (or queries) to use; None: all
     embedder: Embedder | None = None
     progress: Callable[[str], None] = lambda message: None
+    #: Receives the stages of the long parts (the suite's steps, ingests, embedding) the way an
+    #: ingest reports them: the command line draws a bar for each.
+    tracker: Progress = field(default_factory=Progress)
     #: The embedder to measure when none is given (default: the default settings' one).
     embedding: EmbeddingSettings | None = None
     #: Settings over each suite's own (``{"sentences.vectors": "derived"}``), to measure a variant.
@@ -41,7 +48,21 @@ class EvalContext:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         assert self.embedder is not None
-        return normalize_rows(self.embedder.embed(list(texts))) if texts else np.zeros((0, 1), dtype=np.float32)
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        # One call, so that batches (and int8 activation scales) are what they always were.
+        self.tracker.stage("Embedding", len(texts))
+        vectors = normalize_rows(self.embedder.embed(list(texts)))
+        self.tracker.advance("Embedding", len(texts))
+        return vectors
+
+    def steps(self, names: Sequence[str]) -> Iterator[str]:
+        """The suite's steps in turn, each named in the progress and counted on a bar."""
+        self.tracker.stage(STEPS, len(names))
+        for name in names:
+            self.progress(name)
+            yield name
+            self.tracker.advance(STEPS)
 
 
 def cosine_top(query: np.ndarray, matrix: np.ndarray, k: int) -> np.ndarray:

@@ -115,7 +115,7 @@ def run(ctx: EvalContext) -> SuiteResult:
         for embed_text in ("naked", "contextual"):
             ctx.progress(f"ingesting ({embed_text})")
             engine = Engine(Path(tmp) / embed_text, settings=_settings(embed_text), embedder=ctx.embedder)
-            engine.add_documents(docs, spans=spans)
+            engine.add_documents(docs, spans=spans, progress=ctx.tracker)
             # (label, retrieval mode, options: the mode's own, ``optimise`` or ``rrf_k``, a setting)
             variants: list[tuple[str, str, dict[str, Any]]] = [("dense", "vector", {}), ("BM25", "bm25", {}),
                                                                ("hybrid", "hybrid", {})]
@@ -124,9 +124,9 @@ def run(ctx: EvalContext) -> SuiteResult:
                              ("hybrid + optimiser (top 20 into 3,500 tokens)", "hybrid", {"optimise": True}),
                              ("hybrid, BM25 weighted 1.5", "hybrid", {"fusion_weights": {"vector": 1.0, "bm25": 1.5}}),
                              ("hybrid, rrf_k 15", "hybrid", {"rrf_k": 15})]
-            for label, mode, options in variants:
-                name = f"{label}, {embed_text}"
-                ctx.progress(name)
+            by_name = {f"{label}, {embed_text}": (mode, options) for label, mode, options in variants}
+            for name in ctx.steps(list(by_name)):
+                mode, options = by_name[name]
                 options = dict(options)
                 rrf = options.pop("rrf_k", None)
                 tuned = engine if not rrf else Engine(engine.workspace.path, embedder=ctx.embedder,

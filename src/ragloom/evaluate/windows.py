@@ -75,7 +75,7 @@ def run(ctx: EvalContext) -> SuiteResult:
             (corpus_dir / f"{name}.md").write_text(text, encoding="utf-8")
         engine = Engine(Path(tmp) / "ws", settings=settings, embedder=ctx.embedder)
         ctx.progress("ingesting the corpora (chunks and sentences)")
-        engine.ingest(corpus_dir, lens="eval")
+        engine.ingest(corpus_dir, lens="eval", progress=ctx.tracker)
         doc_of = {Path(d["source_path"]).stem: d["document_id"] for d in engine.store.documents("default")}
         sentences = {doc: sorted(engine.store.chunks("default", table="sentences", document_ids=[doc], with_vectors=True,
                                                      columns=["start_char", "end_char", "vector"]),
@@ -84,8 +84,8 @@ def run(ctx: EvalContext) -> SuiteResult:
         vectors_of = {doc: np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rows])
                       for doc, rows in sentences.items()}
         examples: dict[str, list[Span]] = {}
-        for name, (mode, options) in STRATEGIES.items():
-            ctx.progress(name)
+        for name in ctx.steps(list(STRATEGIES)):
+            mode, options = STRATEGIES[name]
             for q in data.questions:
                 query_options: dict[str, Any] = {"k": K, **options}
                 found = engine.query(q.question, mode=mode, **query_options)

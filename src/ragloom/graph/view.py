@@ -14,6 +14,7 @@ import networkx as nx
 from ragloom.config import GraphSettings
 from ragloom.errors import UnknownChunkError
 from ragloom.graph.build import FIXED_WEIGHTS, SAME_LENS, SAME_SOURCE, Edge
+from ragloom.ids import is_prefix, pick, short_id
 
 PREVIEW = 200
 
@@ -103,16 +104,27 @@ class ContextGraph:
             "implicit_pairs": {kind: sum(n * (n - 1) // 2 for n in groups.values()) for kind, groups in implicit.items()},
         }
 
+    def resolve(self, node: str) -> str:
+        """The whole id of a node given by a short id (an unambiguous prefix); a whole id as is."""
+        if node in self.graph or not is_prefix(node):
+            return node
+        return pick(node, (n for n in self.graph if n.startswith(node)), "the graph")
+
     def show(self, node: str, *, limit: int = 20) -> dict[str, Any]:
-        """A node's attributes and its strongest relations (stored ones first)."""
+        """A node's attributes and its strongest relations (stored ones first), each naming the
+        neighbour (short id, document, section) so that a reader can walk on."""
+        node = self.resolve(node)
         if node not in self.graph:
             raise UnknownChunkError(node, "the graph")
         relations = sorted(self.neighbours(node, implicit=False), key=lambda r: -r[2])
+        nodes = self.graph.nodes
         return {
             "id": node,
-            **self.graph.nodes[node],
-            "relations": [{"neighbour": n, "type": t, "weight": w, "neighbour_source": self.graph.nodes[n]["source_name"],
-                           "neighbour_lens": self.graph.nodes[n]["lens"],
+            "short_id": short_id(node),
+            **nodes[node],
+            "relations": [{"neighbour": n, "neighbour_short_id": short_id(n), "type": t, "weight": w,
+                           "neighbour_source": nodes[n]["source_name"], "neighbour_section": nodes[n]["section_path"],
+                           "neighbour_lens": nodes[n]["lens"],
                            **{k: v for k, v in self.graph.get_edge_data(node, n, key=t).items() if k not in ("type", "weight")}}
                           for n, t, w in relations[:limit]],
             "relations_total": len(relations),

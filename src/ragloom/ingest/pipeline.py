@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ragloom.chunk.preset import PresetSpan
-from ragloom.errors import InvalidParameterError, LoadError, RagloomError
-from ragloom.ingest.report import IngestReport, Progress
+from ragloom.errors import InvalidParameterError, LoadError, NothingToIngestError, RagloomError
+from ragloom.ingest.report import IngestReport, Progress, skipped_sentence
 from ragloom.ingest.stages import Stage, default_stages
 from ragloom.ingest.work import IngestRun, Work
 from ragloom.load import scan, validate_name
@@ -178,8 +179,16 @@ class IngestPipeline:
         tenant = self.c.tenant(tenant)
         paths = [paths] if isinstance(paths, str | Path) else list(paths)
         s = self.c.settings.ingest
-        found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden)
-        report = IngestReport(files=len(found))
+        skipped: Counter[str] = Counter()
+        found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden, skipped=skipped)
+        if not found and not sync:
+            shown = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+            why = (skipped_sentence(dict(skipped)).rstrip(".").replace("Skipped", "only") if skipped
+                   else "no files (an empty folder?)")
+            raise NothingToIngestError(
+                f"nothing to ingest in {shown}: {why}; ragloom reads {', '.join(sorted(s.extensions))} "
+                "(ingest.extensions)")
+        report = IngestReport(files=len(found), skipped=dict(skipped))
         progress = progress or Progress()
         for entry in found:
             if entry.problem is not None:

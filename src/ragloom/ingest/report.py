@@ -23,6 +23,13 @@ class Progress:
         self.message(text)
 
 
+def skipped_sentence(skipped: dict[str, int]) -> str:
+    """``Skipped 3 files of types ragloom does not read (.csv 2, no extension 1).``"""
+    total = sum(skipped.values())
+    kinds = ", ".join(f"{ext or 'no extension'} {n}" for ext, n in sorted(skipped.items(), key=lambda kv: -kv[1]))
+    return f"Skipped {total} file{'s' if total != 1 else ''} of types ragloom does not read ({kinds})."
+
+
 @dataclass
 class IngestReport:
     files: int = 0
@@ -32,13 +39,18 @@ class IngestReport:
     deleted: int = 0
     failed: list[tuple[str, str]] = field(default_factory=list)
     chunks_written: int = 0
+    #: Chunks whose vectors were computed, and those that kept the vector of an earlier version.
     chunks_embedded: int = 0
     chunks_reused: int = 0
     sentences_written: int = 0
+    sentences_embedded: int = 0
+    sentences_reused: int = 0
     mentions_written: int = 0
     relationships: int = 0  # context-graph edges added or recomputed
     timings: dict[str, float] = field(default_factory=dict)
     seconds: float = 0.0
+    #: Files in the folders given that are of types ragloom does not read, by extension.
+    skipped: dict[str, int] = field(default_factory=dict)
     #: One line per file: ``{"source", "status" (added | updated | unchanged | failed),
     #: "chunks" (the version's chunks), "written" (chunk rows written), "message"}``.
     documents: list[dict[str, Any]] = field(default_factory=list)
@@ -62,6 +74,17 @@ class IngestReport:
 
     def add_time(self, stage: str, seconds: float) -> None:
         self.timings[stage] = self.timings.get(stage, 0.0) + seconds
+
+    def summary(self) -> str:
+        """What was done, in sentences that say what each count counts."""
+        failed = len(self.failed)
+        text = (f"{self.files} files: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
+                f"{self.deleted} deleted, {failed} failed. {self.chunks_embedded:,} chunks embedded, "
+                f"{self.chunks_reused:,} reused; {self.sentences_embedded:,} sentences embedded, "
+                f"{self.sentences_reused:,} reused; {self.relationships:,} relationships found; {self.seconds:.1f}s.")
+        if self.skipped:
+            text += f" {skipped_sentence(self.skipped)}"
+        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__} | {"ok": self.ok}

@@ -328,7 +328,19 @@ class Embed(_Timed):
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         needs = {id(track): track.needs_vector() for item in items for track in item.tracks.values()}
-        run.report.chunks_reused += sum(len(t.vectors) for item in items for t in item.tracks.values())
+        # What the report says: of each version's chunks and sentences, how many were embedded
+        # and how many kept a vector of the version before (the row kept, or rewritten with it).
+        planned = {kind: sum(len(t.plans) for item in items for t in item.tracks.values() if t.kind == kind)
+                   for kind in (CHUNKS, SENTENCES)}
+        embedded = self._embed(items, run, needs) if any(needs.values()) else {CHUNKS: 0, SENTENCES: 0}
+        run.report.chunks_embedded += embedded[CHUNKS]
+        run.report.chunks_reused += planned[CHUNKS] - embedded[CHUNKS]
+        run.report.sentences_embedded += embedded[SENTENCES]
+        run.report.sentences_reused += planned[SENTENCES] - embedded[SENTENCES]
+        return items
+
+    def _embed(self, items: list[Work], run: IngestRun, needs: dict[int, list[int]]) -> dict[str, int]:
+        """Vectors for the positions in ``needs``; the chunks and sentences embedded."""
         embedder = run.components.embedder
         derive = run.components.settings.sentences.vectors == "derived" and bool(getattr(embedder, "pools", False))
         spans: dict[tuple[int, int], list[tuple[int, int, int]]] = {}  # chunk job -> (sentence, start, end)
@@ -339,8 +351,6 @@ class Embed(_Timed):
                     needs[id(sentences)] = _assign_sentences(chunks, needs[id(chunks)], sentences,
                                                              needs[id(sentences)], spans)
         jobs = [(track, i) for item in items for track in item.tracks.values() for i in needs[id(track)]]
-        if not jobs:
-            return items
         run.progress.stage("Embedding", len(jobs) + sum(len(v) for v in spans.values()))
         for lo in range(0, len(jobs), self.step):
             part = jobs[lo : lo + self.step]
@@ -361,8 +371,8 @@ class Embed(_Timed):
             for (track, i), vector in zip(part, vectors, strict=True):
                 track.vectors[i] = vector
             run.progress.advance("Embedding", len(part) + sum(len(p) for p in pooled))
-        run.report.chunks_embedded += sum(1 for track, _ in jobs if track.kind == CHUNKS)
-        return items
+        chunk_jobs = sum(1 for track, _ in jobs if track.kind == CHUNKS)
+        return {CHUNKS: chunk_jobs, SENTENCES: len(jobs) - chunk_jobs + sum(len(v) for v in spans.values())}
 
 
 def _assign_sentences(chunks: Track, embedding: Sequence[int], sentences: Track, wanted: Sequence[int],

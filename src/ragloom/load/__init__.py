@@ -23,7 +23,7 @@ from ragloom.load.readers import ISOLATED, READERS, convert, media_type_of
 from ragloom.load.scan import Found, file_kind, name_problem, real_path, scan, stat_error
 from ragloom.load.worker import ConverterProcess
 from ragloom.parse.doctype import DEFAULT_RULES, DocTypeRule, infer_doc_type
-from ragloom.parse.sections import parse_sections
+from ragloom.parse.sections import first_title
 from ragloom.types import Document
 
 __all__ = [
@@ -209,7 +209,4 @@ def file_hash(data: bytes) -> str:
 
 
 def _first_heading(text: str) -> str | None:
-    for section in parse_sections(text[:20000]):
-        if section.level == 1:
-            return section.title or None
-    return None
+    return first_title(text[:20000])

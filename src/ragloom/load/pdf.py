@@ -14,6 +14,15 @@ from pdfminer.pdfdocument import PDFDocument
 from pdfminer.pdfparser import PDFParser
 
 _SPACES = re.compile(r"[ \t\u00a0]{2,}")
+#: A table-of-contents line: a title, dot leaders (". . . ." or "....") and a page number.
+_TOC_LINE = re.compile(r"(?:\.\s*){4,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$", re.IGNORECASE)
+#: Fonts that set code, whatever their size: such a line is never a heading or a title.
+_MONOSPACE = re.compile(r"mono|courier|consol|menlo|inconsolata|\bcode|fixed", re.IGNORECASE)
+#: Lines that read as code even in a proportional font: prompts, statements, calls, braces.
+_CODE_LIKE = re.compile(
+    r"^(?:\$ |>>> |#!|//|/\*|(?:import|from|def|class|return|const|let|var|function|public|private)\s)"
+    r"|[{};]\s*$|^[\w.]+\([^)]*\)\s*$|\w+\s*=\s*\S"
+)
 #: A line counts as a heading when its font is this much larger than the body text.
 HEADING_RATIO = 1.08
 MAX_HEADING_CHARS = 120
@@ -24,6 +33,7 @@ class _Line:
     text: str
     size: float
     bold: bool
+    mono: bool
     page: int
     top: float
     bottom: float
@@ -53,7 +63,8 @@ def _lines(data: bytes, max_chars: int | None = None) -> list[_Line]:
                     continue
                 size = Counter(round(c.size, 1) for c in chars).most_common(1)[0][0]
                 bold = sum("Bold" in c.fontname or "Black" in c.fontname for c in chars) > len(chars) / 2
-                lines.append(_Line(text, size, bold, number, line.y1, line.y0))
+                mono = sum(bool(_MONOSPACE.search(c.fontname)) for c in chars) > len(chars) / 2
+                lines.append(_Line(text, size, bold, mono, number, line.y1, line.y0))
                 total += len(text) + 1
     if max_chars is not None and total > max_chars:
         raise TextLimitExceeded(total)
@@ -87,7 +98,8 @@ def _metadata_title(data: bytes) -> str | None:
 def pdf_to_markdown(data: bytes, *, max_chars: int | None = None) -> tuple[str, str | None]:
     """(Markdown, title) of a PDF's bytes; :class:`TextLimitExceeded` once the text passes
     ``max_chars`` (checked page by page, so a huge PDF stops early)."""
-    lines = _lines(data, max_chars)
+    # Table-of-contents lines repeat the headings with page numbers: they are not text.
+    lines = [line for line in _lines(data, max_chars) if not _TOC_LINE.search(line.text)]
     if not lines:
         return "", _metadata_title(data)
     weights: Counter[float] = Counter()
@@ -98,6 +110,8 @@ def pdf_to_markdown(data: bytes, *, max_chars: int | None = None) -> tuple[str, 
     def is_heading(line: _Line) -> bool:
         if len(line.text) > MAX_HEADING_CHARS or line.text.endswith((".", ",", ";")):
             return False
+        if line.mono or _CODE_LIKE.search(line.text):
+            return False  # code set large is still code: never a heading, so never the title
         return line.size >= body * HEADING_RATIO or (line.bold and line.size >= body)
 
     heading_sizes = sorted({line.size for line in lines if is_heading(line)}, reverse=True)

@@ -157,8 +157,63 @@ def read_html(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
             raise NestingTooDeepError(path, f"more than {limits.max_nesting} elements deep, "
                                             f"above ingest.max_nesting = {limits.max_nesting}",
                                       fix="raise ingest.max_nesting or simplify the HTML")
-    converted = _markitdown(path, text.encode("utf-8"), "HtmlConverter", ".html")
-    return Converted(converted.markdown, converted.title, notes)
+    content, heading = main_content(text)
+    converted = _markitdown(path, content.encode("utf-8"), "HtmlConverter", ".html")
+    return Converted(converted.markdown, heading or converted.title, notes)
+
+
+#: Landmarks that hold a page's chrome rather than its content.
+_CHROME_TAGS = ("nav", "aside", "footer", "header", "dialog", "template", "noscript", "form", "button")
+_CHROME_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "complementary", "dialog", "menu",
+                           "menubar", "toolbar"})
+#: Class and id words of chrome in common site generators (Sphinx, MkDocs, Docusaurus, Read the
+#: Docs, GitHub pages): one of these as a whole word of a class or id marks the element.
+_CHROME_WORDS = frozenset({"nav", "navbar", "navigation", "menu", "sidebar", "sphinxsidebar", "breadcrumb",
+                           "breadcrumbs", "footer", "header", "related", "skip", "toc", "cookie", "cookies", "banner",
+                           "shortcuts", "shortcut", "modal", "popup", "search", "pagination", "edit", "feedback"})
+_CLASS_WORD = re.compile(r"[A-Za-z]+")
+#: What a heading's permalink shows (Sphinx's pilcrow, GitHub's and MkDocs' anchors).
+_PERMALINK_TEXT = frozenset({"¶", "#", "§", "🔗", "link", ""})
+
+
+def main_content(html: str) -> tuple[str, str | None]:
+    """The part of a web page that is its content, and the text of its first ``<h1>``.
+
+    Navigation, banners, sidebars, footers, search boxes, dialogs ("Keyboard shortcuts") and
+    headings' permalinks are removed, and when the page marks its content (``<main>``, ``role="main"``, a single
+    ``<article>``) only that is kept: chrome repeated on every page of a site is not a section
+    of any of them. A page with nothing left after that is kept whole.
+    """
+    from bs4 import BeautifulSoup, Tag
+
+    soup = BeautifulSoup(html, "html.parser")
+    root: Tag = soup
+    marked = soup.find("main") or soup.find(True, attrs={"role": "main"})
+    articles = soup.find_all("article")
+    if isinstance(marked, Tag):
+        root = marked
+    elif len(articles) == 1 and isinstance(articles[0], Tag):
+        root = articles[0]
+
+    def is_chrome(tag: Tag) -> bool:
+        if tag.name == "a" and str(tag.get("href", "")).startswith("#"):
+            return tag.get_text(strip=True) in _PERMALINK_TEXT  # a heading's permalink, not text
+        if tag.name in _CHROME_TAGS:
+            # A header inside the content (an article's own title block) is content.
+            return not (tag.name == "header" and root is not soup)
+        if str(tag.get("role", "")).lower() in _CHROME_ROLES or str(tag.get("aria-hidden", "")).lower() == "true":
+            return True
+        names = " ".join([*tag.get_attribute_list("class"), str(tag.get("id") or "")])
+        return any(word.lower() in _CHROME_WORDS for word in _CLASS_WORD.findall(names) if word)
+
+    for tag in [t for t in root.find_all(True) if isinstance(t, Tag) and is_chrome(t)]:
+        if not tag.decomposed:
+            tag.decompose()
+    if not root.get_text(strip=True):
+        return html, None
+    h1 = root.find("h1")
+    heading = " ".join(h1.get_text(" ").split()) if isinstance(h1, Tag) else None
+    return str(root), heading or None
 
 
 #: Elements that never have content, and elements whose end tag may be left out (HTML's rules,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,22 +84,26 @@ def real_path(path: Path) -> str:
     return Path(os.path.realpath(path)).as_posix()
 
 
-def scan(paths: Iterable[str | Path], *, extensions: Sequence[str], include_hidden: bool = False) -> list[Found]:
+def scan(paths: Iterable[str | Path], *, extensions: Sequence[str], include_hidden: bool = False,
+         skipped: Counter[str] | None = None) -> list[Found]:
     """Every file under ``paths``, once each, and every entry that must be reported instead.
 
     Folders are filtered by ``extensions``; a path named explicitly is always listed, so that
-    an unsupported one gets its error.
+    an unsupported one gets its error. The files of other types found in folders are counted
+    by extension in ``skipped`` (``""`` for none), so that a caller can say what it left out.
     """
-    scanner = _Scanner({e.lower() for e in extensions}, include_hidden)
+    scanner = _Scanner({e.lower() for e in extensions}, include_hidden,
+                       skipped if skipped is not None else Counter())
     for raw in paths:
         scanner.root(Path(raw))
     return scanner.found
 
 
 class _Scanner:
-    def __init__(self, allowed: set[str], include_hidden: bool) -> None:
+    def __init__(self, allowed: set[str], include_hidden: bool, skipped: Counter[str]) -> None:
         self.allowed = allowed
         self.include_hidden = include_hidden
+        self.skipped = skipped
         self.found: list[Found] = []
         self.seen: dict[str, int] = {}  # real paths of the files listed -> where in ``found``
         self.walked: set[str] = set()  # real paths of the folders read
@@ -168,4 +173,6 @@ class _Scanner:
                         subfolders.append((path, target))
                 elif wanted:
                     self.add(path, st, explicit=False)
+                elif stat.S_ISREG(st.st_mode):
+                    self.skipped[path.suffix.lower()] += 1
             stack.extend(reversed(subfolders))

@@ -15,7 +15,12 @@ CONTENT_WINDOW = 4000
 
 @dataclass(frozen=True, slots=True)
 class DocTypeRule:
-    """A document gets ``type`` when every pattern given matches (case-insensitive search)."""
+    """A document gets ``type`` when every pattern given matches (case-insensitive search).
+
+    ``filename`` patterns see the file name as words: separators (``_ - .`` and spaces) and
+    camelCase humps become single spaces, so ``2025-03-03_TeamSync.md`` is matched as
+    ``2025 03 03 Team Sync md`` and ``\\bsync\\b`` finds it while leaving ``asyncio.md`` alone.
+    """
 
     type: str
     filename: str | None = None
@@ -23,18 +28,24 @@ class DocTypeRule:
     lens: str | None = None
 
 
+def _words(*words: str) -> str:
+    """A filename pattern for whole words (an optional plural ``s``): ``memo`` is not ``memory``."""
+    return r"\b(?:" + "|".join(words) + r")s?\b"
+
+
 DEFAULT_RULES: tuple[DocTypeRule, ...] = (
-    DocTypeRule("Meeting Notes", filename=r"meeting|standup|stand-up|retro|sync|1on1|minutes"),
+    DocTypeRule("Meeting Notes", filename=_words("meeting", "standup", "stand up", "retro", "retrospective", "sync",
+                                                 "1on1", "one on one", "minutes")),
     DocTypeRule("Meeting Notes", content=r"^\s*(?:attendees|participants|action items)\s*:"),
-    DocTypeRule("Conversation", filename=r"slack|chat|thread|transcript"),
-    DocTypeRule("Roadmap", filename=r"roadmap"),
-    DocTypeRule("Product Requirements", filename=r"\bprd\b|requirements|spec"),
-    DocTypeRule("Design Doc", filename=r"\brfc\b|design|architecture|adr"),
-    DocTypeRule("Postmortem", filename=r"postmortem|post-mortem|incident"),
-    DocTypeRule("OKRs", filename=r"okr|objectives"),
-    DocTypeRule("Strategy Memo", filename=r"strategy|vision|memo|thesis"),
-    DocTypeRule("Analyst Report", filename=r"analyst|market|report|forecast"),
-    DocTypeRule("Framework", filename=r"framework|canvas|model|pricing"),
+    DocTypeRule("Conversation", filename=_words("slack", "chat", "thread", "transcript")),
+    DocTypeRule("Roadmap", filename=_words("roadmap")),
+    DocTypeRule("Product Requirements", filename=_words("prd", "requirement", "spec", "specification")),
+    DocTypeRule("Design Doc", filename=_words("rfc", "design", "architecture", "adr")),
+    DocTypeRule("Postmortem", filename=_words("postmortem", "post mortem", "incident")),
+    DocTypeRule("OKRs", filename=_words("okr", "objective")),
+    DocTypeRule("Strategy Memo", filename=_words("strategy", "vision", "memo", "thesis")),
+    DocTypeRule("Analyst Report", filename=_words("analyst", "market", "report", "forecast")),
+    DocTypeRule("Framework", filename=_words("framework", "canvas", "business model", "pricing")),
     DocTypeRule("Conversation", lens=r"^team-conversational$"),
     DocTypeRule("Analyst Report", lens=r"^external-analyst$"),
     DocTypeRule("Engineering Doc", lens=r"^engineering$"),
@@ -42,6 +53,14 @@ DEFAULT_RULES: tuple[DocTypeRule, ...] = (
     DocTypeRule("Framework", lens=r"^business-framework$"),
     DocTypeRule("Team Doc", lens=r"^team-structured$"),
 )
+
+_SEPARATORS = re.compile(r"[\s_.\-]+")
+_HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def filename_words(filename: str) -> str:
+    """``filename`` as the words a ``filename`` pattern sees (see :class:`DocTypeRule`)."""
+    return " ".join(_SEPARATORS.sub(" ", _HUMP.sub(" ", filename)).split())
 
 
 @lru_cache(maxsize=256)
@@ -65,8 +84,9 @@ def infer_doc_type(
 ) -> str:
     """The type of the first rule whose patterns all match, else ``default``."""
     head = text[:CONTENT_WINDOW]
+    words = filename_words(filename)
     for rule in rules:
-        checks = ((rule.filename, filename, "filename"), (rule.content, head, "content"), (rule.lens, lens, "lens"))
+        checks = ((rule.filename, words, "filename"), (rule.content, head, "content"), (rule.lens, lens, "lens"))
         given = [(p, value, f) for p, value, f in checks if p]
         if given and all(_compile(p, f).search(value) for p, value, f in given):
             return rule.type

@@ -7,6 +7,7 @@ a single multi-line regex finds them, so parsing runs at regex speed on large do
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from ragloom.types import Section
 
@@ -24,16 +25,79 @@ _MARKER_LINE = re.compile(r"\n {0,3}[`~#=-]")
 _ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _NON_SPACE = re.compile(r"\S")
 _NOT_SETEXT_TITLE = re.compile(r"^(?: {4,}|\t| {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}\|)")
-_INLINE_MARKUP = re.compile(r"\[([^\]]*)\]\([^)]*\)|[*_`]+")
+# Inline markup of a heading: code spans (kept verbatim), images and links (their text),
+# Sphinx roles before a code span (":mod:`venv`"), and runs of emphasis characters.
+_INLINE = re.compile(
+    r"(?P<role>(?<![^\s(\[/])(?::[\w.+-]+)+:(?=`))"
+    r"|(?P<ticks>`+)(?P<code>.+?)(?<!`)(?P=ticks)(?!`)"
+    r"|!?\[(?P<label>[^\]]*)\]\((?:[^()\"']|\([^()]*\)|\"[^\"]*\"|'[^']*')*\)"
+    r"|(?P<dunder>(?<!\w)__[^\W_]\w*__(?!\w))"
+    r"|(?P<delim>\*+|_+)"
+)
+
+
+def _flanks(text: str, start: int, end: int) -> tuple[bool, bool]:
+    """Whether the delimiter run ``text[start:end]`` can open and can close emphasis:
+    CommonMark's flanking rules, with punctuation as a boundary, and (unlike CommonMark for
+    ``*``) never inside a word: in technical headings ``nf_conntrack_*`` and ``a*b*c`` are text."""
+    before = text[start - 1] if start > 0 else " "
+    after = text[end] if end < len(text) else " "
+    opens = not after.isspace() and not before.isalnum()
+    closes = not before.isspace() and not after.isalnum()
+    return opens, closes
+
+
+def _emphasis_delimiters(text: str, runs: list[tuple[int, int]]) -> set[int]:
+    """Starts of the runs that pair up as emphasis; an unpaired run is text.
+
+    Runs pair with the nearest earlier opener of the same character and length.
+    """
+    paired: set[int] = set()
+    openers: list[tuple[int, int]] = []
+    for start, end in runs:
+        opens, closes = _flanks(text, start, end)
+        match = next((i for i in range(len(openers) - 1, -1, -1) if closes
+                      and text[openers[i][0]:openers[i][1]] == text[start:end]), None)
+        if match is not None:
+            paired.update((openers[match][0], start))
+            del openers[match:]
+        elif opens:
+            openers.append((start, end))
+    return paired
 
 
 def clean_heading(raw: str) -> str:
-    """Heading text without closing hashes, emphasis markers or link targets."""
+    """A heading's text as a reader sees it: no closing hashes, emphasis markers, link targets
+    or code-span backticks. Code spans keep their text verbatim, and so do underscores and
+    asterisks inside words (``my_setting_name``, ``__init__``, ``nf_conntrack_*``)."""
     text = raw.strip()
     if "#" in text:
         text = _ATX_CLOSING.sub("", text)
-    if "[" in text or "*" in text or "_" in text or "`" in text:
-        text = _INLINE_MARKUP.sub(lambda m: m.group(1) or "", text)
+    if any(c in text for c in "[*_`:"):
+        matches = list(_INLINE.finditer(text))
+        runs = [(m.start(), m.end()) for m in matches if m.group("delim")]
+        emphasis = _emphasis_delimiters(text, runs) if runs else set()
+        out: list[str] = []
+        at = 0
+        for m in matches:
+            out.append(text[at : m.start()])
+            at = m.end()
+            if m.group("role") is not None:
+                continue
+            if m.group("dunder") is not None:  # Python's __init__, not strong emphasis
+                out.append(m.group(0))
+                continue
+            if m.group("code") is not None:
+                code = m.group("code")
+                # CommonMark: one space on both sides of a code span is padding.
+                out.append(code[1:-1] if len(code) > 2 and code[0] == code[-1] == " " and code.strip() else code)
+            elif m.group("delim") is not None:
+                if m.start() not in emphasis:
+                    out.append(m.group(0))
+            else:  # a link or an image: its text, itself cleaned
+                out.append(clean_heading(m.group("label") or ""))
+        out.append(text[at:])
+        text = "".join(out)
     return " ".join(text.split())
 
 
@@ -80,6 +144,12 @@ def _headings(text: str) -> list[tuple[int, int, int, str]]:
     return found
 
 
+def first_title(text: str, *, level: int = 1) -> str | None:
+    """The text of the first heading of ``level`` (outside code fences), also when no text
+    follows it before the next heading (a title directly above its first subsection)."""
+    return next((title for _, _, lv, title in _headings(text) if lv == level and title), None)
+
+
 def parse_sections(text: str) -> list[Section]:
     """Split ``text`` into sections with heading paths; sections with no text are skipped.
 
@@ -102,3 +172,81 @@ def parse_sections(text: str) -> list[Section]:
         if _NON_SPACE.search(text, body, end):
             sections.append(Section(len(sections), level, title, tuple(t for t in path if t), start, end, body))
     return sections
+
+
+#: Defaults of the token and boundary strategies (and of ``[chunking]``): join small sibling
+#: sections, and a section under this many characters joins its neighbour.
+MERGE_SECTIONS = False
+MIN_CHUNK_CHARS = 0
+
+
+def _joined_path(a: tuple[str, ...], b: tuple[str, ...], *, siblings: bool) -> tuple[str, ...]:
+    """The path of a span covering sections ``a`` and ``b``: what they share, except that a
+    heading directly over its first subsection (``a`` holds ``b``, and ``a`` is one section, not
+    several siblings) takes the subsection's path."""
+    if not siblings and b[: len(a)] == a:
+        return b
+    shared = 0
+    while shared < min(len(a), len(b)) and a[shared] == b[shared]:
+        shared += 1
+    return a[:shared]
+
+
+def _join(first: Section, last: Section, *, siblings: bool = False) -> Section:
+    """One section spanning ``first`` to ``last``, at the level of the path it takes."""
+    path = _joined_path(first.path, last.path, siblings=siblings)
+    if path == last.path:
+        level = last.level
+    elif path == first.path:
+        level = first.level
+    else:  # their shared parent: a level above the shallower of the two
+        level = max(0, min(first.level, last.level) - 1)
+    return Section(first.index, level, path[-1] if path else "", path, first.start, last.end, first.body_start)
+
+
+def merge_sections(text: str, sections: Sequence[Section], *, limit_chars: int = 0,
+                   min_chars: int = 0) -> list[Section]:
+    """Small sections put together, the way Docling's hybrid chunker merges undersized peers.
+
+    - Consecutive sections under the same parent (siblings: the same heading path but their
+      own title) are joined while the joined span stays within ``limit_chars`` (0: never).
+    - A section whose text is still shorter than ``min_chars`` (a heading over one include
+      line, a lone anchor) joins the next section, or the previous one at the end of the
+      document: on its own it would be a chunk that matches a query's words and says nothing.
+
+    Spans stay exact and contiguous: a joined section runs from the first one's start to the
+    last one's end, headings between them included. Its path is the parent the siblings share
+    (see :func:`_joined_path`).
+    """
+    if len(sections) < 2 or (limit_chars <= 0 and min_chars <= 0):
+        return list(sections)
+    groups: list[Section] = []
+    joined: list[bool] = []  # whether each group is several siblings (its path is their parent's)
+    family: tuple[int, tuple[str, ...]] | None = None  # (level, parent path) of the last group's sections
+    for section in sections:
+        kin = (section.level, section.path[:-1])
+        if limit_chars > 0 and groups and kin == family and section.end - groups[-1].start <= limit_chars:
+            groups[-1], joined[-1] = _join(groups[-1], section, siblings=True), True
+            continue
+        groups.append(section)
+        joined.append(False)
+        family = kin
+    if min_chars <= 0:
+        return groups
+    merged: list[Section] = []
+    pending: Section | None = None  # a short section waiting to join the next one
+    pending_joined = False
+    for section, was_joined in zip(groups, joined, strict=True):
+        if pending is not None:
+            section = _join(pending, section, siblings=pending_joined or was_joined)
+            pending, was_joined = None, True  # several sections now: the ancestor rule is for one heading
+        if len(text[section.start : section.end].strip()) < min_chars:
+            pending, pending_joined = section, was_joined
+            continue
+        merged.append(section)
+    if pending is not None:
+        if merged:
+            merged[-1] = _join(merged[-1], pending, siblings=True)
+        else:
+            merged.append(pending)
+    return merged

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from ragloom.context import OptimizedContext
 from ragloom.errors import InvalidParameterError
+from ragloom.store.filters import DateRange
 from ragloom.types import ScoredChunk
 
 
@@ -52,6 +53,31 @@ def as_of_moment(as_of: datetime | str | None) -> datetime | None:
     return datetime(1000, 1, 1, tzinfo=UTC) if utc.year < 1000 else moment
 
 
+def parse_day(value: date | str | None, name: str) -> date | None:
+    """A calendar date from ``2025-03-01`` (or a date, or a datetime's date); None stays None."""
+    if value is None or isinstance(value, date) and not isinstance(value, datetime):
+        return value
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, str) and len(value) <= 64:
+        for parse in (date.fromisoformat, lambda text: datetime.fromisoformat(text).date()):
+            try:
+                return parse(value.strip())
+            except ValueError:
+                continue
+    raise InvalidParameterError(f"{name} {shown(value)} is not a date; write it like 2025-03-01")
+
+
+def date_range(start: date | str | None, end: date | str | None) -> DateRange | None:
+    """The documents dated from ``start`` to ``end`` (both included, either open), checked."""
+    first, last = parse_day(start, "dated_from"), parse_day(end, "dated_to")
+    if first is None and last is None:
+        return None
+    if first is not None and last is not None and first > last:
+        raise InvalidParameterError(f"dated_from ({first}) is after dated_to ({last}); give the earlier date first")
+    return DateRange(first, last)
+
+
 @dataclass
 class QueryResult:
     query: str
@@ -66,6 +92,8 @@ class QueryResult:
     context: OptimizedContext | None = None
     #: Seconds per stage of the query ("embed query", "vector search", "expand", "optimise", ...).
     timings: dict[str, float] = field(default_factory=dict)
+    #: The documents' date range the query was limited to, if any.
+    dated: DateRange | None = None
 
     def __iter__(self) -> Iterator[ScoredChunk]:
         return iter(self.results)
@@ -82,6 +110,7 @@ class QueryResult:
             "mode": self.mode,
             "tenant": self.tenant,
             "as_of": self.as_of.isoformat() if self.as_of else None,
+            "dated": {"from": self.dated.start, "to": self.dated.end} if self.dated else None,
             "results": [r.to_dict() for r in self.results],
             "notes": self.notes,
             "warnings": self.warnings,

@@ -5,15 +5,17 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from ragloom.context import OptimizedContext
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.query.poststages import PostStage, default_post_stages, optimise
-from ragloom.query.result import QueryResult, as_of_moment, shown
-from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode
+from ragloom.query.result import QueryResult, as_of_moment, date_range, shown
+from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode, with_relevance
 from ragloom.retrieve.graph import GraphOptions, expand_seeds
+from ragloom.store.filters import DateRange
+from ragloom.store.plan import CHUNKS
 from ragloom.types import ScoredChunk
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ class QueryRequest:
     k: int | None = None
     lenses: tuple[str, ...] | None = None
     as_of: datetime | None = None
+    dated: DateRange | None = None
     budget: int | None = None
     organize: str | None = None
     optimize: bool = False
@@ -48,7 +51,8 @@ class QueryService:
     def request(self, text: str, *, k: int | None = None, mode: str | None = None,
                 lenses: Sequence[str] | str | None = None, tenant: str | None = None,
                 as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
-                optimize: bool = False, **options: Any) -> QueryRequest:  # noqa: ANN401
+                optimize: bool = False, dated_from: date | str | None = None, dated_to: date | str | None = None,
+                **options: Any) -> QueryRequest:  # noqa: ANN401
         """A checked request: known mode, its own options only, valid names, counts and times.
 
         Every bad value is an :class:`InvalidParameterError` naming the parameter, its bound and
@@ -82,11 +86,14 @@ class QueryService:
             if not isinstance(lens, str):
                 raise InvalidParameterError(f"lens {shown(lens)} must be a string")
         moment = as_of_moment(as_of)
+        dated = date_range(dated_from, dated_to)
+        tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, lens_list, as_of=moment)
         return QueryRequest(
             text=text, mode=name, options=retriever.options.build(self.c.settings, options, mode=name),
-            tenant=self.c.tenant(tenant), k=k,
+            tenant=tenant, k=k,
             lenses=tuple(lens_list) if lens_list else None,
-            as_of=moment,
+            as_of=moment, dated=dated,
             budget=budget, organize=organize, optimize=optimize,
         )
 
@@ -95,14 +102,21 @@ class QueryService:
         return SearchRequest(text=request.text, store=self.c.store, embedder=self.c.embedder, tenant=request.tenant,
                              settings=self.c.settings, options=request.options, k=request.k,
                              lenses=list(request.lenses) if request.lenses else None, as_of=request.as_of,
+                             dated=request.dated,
                              graph=lambda: graph.view(request.tenant))
 
     def run(self, request: QueryRequest) -> QueryResult:
         started = time.perf_counter()
         search = self._search(request)
-        results = get_mode(request.mode)(search) if request.text.strip() else []
+        mode = get_mode(request.mode)
+        # An empty workspace answers nothing without loading the model to embed the query.
+        searchable = request.text.strip() and self.c.store.has_table(CHUNKS)
+        results = with_relevance(mode(search), mode.scale) if searchable else []
+        if not results and request.text.strip() and not self.c.store.documents_any():
+            search.notes.append(f"the workspace {self.c.workspace.path} has no documents yet: ingest some with "
+                                "'ragloom ingest PATH --lens NAME'")
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
-                             self.c.warnings(), timings=search.timings)
+                             self.c.warnings(), timings=search.timings, dated=request.dated)
         for stage in self.post_stages:
             started_stage = time.perf_counter()
             result = stage(result, request)

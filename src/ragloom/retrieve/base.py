@@ -28,6 +28,7 @@ from ragloom.config import Settings
 from ragloom.embed.base import Embedder, normalize_rows
 from ragloom.errors import InvalidParameterError
 from ragloom.plugins import Registry
+from ragloom.store.filters import DateRange
 from ragloom.store.lance import LanceStore
 from ragloom.store.schema import to_scored as to_scored
 from ragloom.types import AGE_FACTOR_KEY, ScoredChunk
@@ -119,6 +120,8 @@ class SearchRequest:
     k: int | None = None  # None: the mode's own default
     lenses: Sequence[str] | None = None
     as_of: datetime | None = None
+    #: Only documents dated in this range (their ``document_date``), when given.
+    dated: DateRange | None = None
     #: The tenant's context graph, loaded when a mode asks for it.
     graph: Callable[[], ContextGraph] | None = None
     #: Filled by the retriever: notes for the user (a lens with no chunks, for example).
@@ -167,11 +170,14 @@ Retriever = Callable[[SearchRequest], list[ScoredChunk]]
 
 @dataclass(frozen=True)
 class Mode:
-    """A retrieval mode: its name, its function and the options it accepts."""
+    """A retrieval mode: its name, its function, the options it accepts, and what its scores
+    are (``"cosine"``: a similarity in [-1, 1]; ``"share"``: any positive score, shown as a
+    share of the best; see :func:`with_relevance`)."""
 
     name: str
     run: Retriever
     options: type[ModeOptions] = ModeOptions
+    scale: str = "share"
 
     def __call__(self, req: SearchRequest) -> list[ScoredChunk]:
         return self.run(req)
@@ -189,11 +195,12 @@ def _builtin_modes() -> dict[str, Any]:
 MODES: Registry[Any] = Registry("retrieval mode", "ragloom.modes", _builtin_modes)
 
 
-def define(name: str, *, options: type[ModeOptions] = ModeOptions) -> Callable[[Retriever], Mode]:
+def define(name: str, *, options: type[ModeOptions] = ModeOptions,
+           scale: str = "share") -> Callable[[Retriever], Mode]:
     """A mode made from a function (register it with :func:`register_mode` or an entry point)."""
 
     def make(fn: Retriever) -> Mode:
-        return Mode(name, fn, options)
+        return Mode(name, fn, options, scale)
 
     return make
 
@@ -211,7 +218,29 @@ def get_mode(name: str) -> Mode:
     item = MODES.get(name)
     if isinstance(item, Mode):
         return item
-    return Mode(name, item, getattr(item, "options", ModeOptions))
+    return Mode(name, item, getattr(item, "options", ModeOptions), getattr(item, "scale", "share"))
+
+
+SCALES = ("cosine", "share")
+
+
+def with_relevance(results: Sequence[ScoredChunk], scale: str) -> list[ScoredChunk]:
+    """``results`` with :attr:`~ragloom.types.ScoredChunk.relevance` set, best first.
+
+    ``"cosine"``: the score itself, below 0 shown as 0; ``"share"``: the score as a share of
+    the best one (the first result is 1.0). Either way the order is the order of the
+    relevance shown.
+    """
+    if scale not in SCALES:
+        raise InvalidParameterError(f"score scale {scale!r} is not one of {', '.join(SCALES)}")
+    if not results:
+        return []
+    if scale == "cosine":
+        out = [replace(r, relevance=min(1.0, max(0.0, float(r.score)))) for r in results]
+    else:
+        best = max(float(r.score) for r in results)
+        out = [replace(r, relevance=max(0.0, float(r.score)) / best if best > 0 else 0.0) for r in results]
+    return sorted(out, key=lambda r: -r.relevance)
 
 
 def unit(vector: Any) -> np.ndarray:  # noqa: ANN401 - any array-like
@@ -242,7 +271,7 @@ def reciprocal_rank_fusion(rankings: Mapping[str, Sequence[Mapping[str, Any]]], 
 
 
 def age_decay(results: Sequence[ScoredChunk], now: datetime, *, per_year: float, floor: float) -> list[ScoredChunk]:
-    """Scores multiplied by ``max(floor, 1 - per_year * age in years)``, best first again.
+    """Scores (and relevance) multiplied by ``max(floor, 1 - per_year * age in years)``, best first again.
 
     A chunk's age runs from its document's date, or from when it was ingested if the document
     has none, to ``now`` (the as-of moment of the query, or the present).
@@ -255,5 +284,6 @@ def age_decay(results: Sequence[ScoredChunk], now: datetime, *, per_year: float,
             continue
         years = max(0.0, (now.date() - born).days / 365.25)
         factor = max(floor, 1.0 - per_year * years)
-        out.append(replace(r, score=r.score * factor, scores={**r.scores, AGE_FACTOR_KEY: round(factor, 4)}))
+        out.append(replace(r, score=r.score * factor, relevance=r.relevance * factor,
+                           scores={**r.scores, AGE_FACTOR_KEY: round(factor, 4)}))
     return sorted(out, key=lambda r: -r.score)

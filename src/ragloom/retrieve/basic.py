@@ -27,13 +27,13 @@ class HybridOptions(SearchOptions):
 def _vector_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str, Any]]:
     vector = req.vector
     with req.timed("vector search"):
-        return req.store.vector_search(req.tenant, vector, k, lenses=req.lenses, as_of=req.as_of,
+        return req.store.vector_search(req.tenant, vector, k, lenses=req.lenses, as_of=req.as_of, dated=req.dated,
                                        with_vectors=with_vectors)
 
 
 def _text_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str, Any]]:
     with req.timed("text search"):
-        return req.store.text_search(req.tenant, req.text, k, lenses=req.lenses, as_of=req.as_of,
+        return req.store.text_search(req.tenant, req.text, k, lenses=req.lenses, as_of=req.as_of, dated=req.dated,
                                      with_vectors=with_vectors)
 
 
@@ -55,7 +55,7 @@ def search_both(req: SearchRequest, k: int, with_vectors: bool) -> tuple[list[di
     return _vector_rows(req, k, with_vectors), text.result()
 
 
-@define("vector", options=SearchOptions)
+@define("vector", options=SearchOptions, scale="cosine")
 def vector(req: SearchRequest) -> list[ScoredChunk]:
     """Cosine similarity of the query and chunk embeddings."""
     rows = _vector_rows(req, req.limit, req.options_as(SearchOptions).with_vectors)

@@ -161,7 +161,9 @@ def expand_seeds(req: SearchRequest, seeds: Sequence[ScoredChunk], settings: Gra
     query = unit(req.vector)
     with req.timed("load graph"):
         graph = req.graph()
-        index = chunk_vectors(req.store, req.tenant) if req.as_of is None else None
+        # The in-memory vectors are the current chunks of every date: a query into the past or
+        # over a date range reads its neighbours from the store, filtered.
+        index = chunk_vectors(req.store, req.tenant) if req.as_of is None and req.dated is None else None
     missing = [s.chunk_id for s in seeds if s.vector is None and (index is None or s.chunk_id not in index[0])]
     read = {r["chunk_id"]: unit(r["vector"]) for r in req.store.chunks(
         req.tenant, chunk_ids=missing, as_of=req.as_of, columns=["chunk_id", "vector"])} if missing else {}
@@ -206,6 +208,7 @@ def expand_seeds(req: SearchRequest, seeds: Sequence[ScoredChunk], settings: Gra
                          if cid in positions and (lenses is None or lens_of[positions[cid]] in lenses)]
             else:
                 rows_read = req.store.chunks(req.tenant, chunk_ids=list(reached), lenses=req.lenses, as_of=req.as_of,
+                                             dated=req.dated,
                                              columns=[*RESULT_COLUMNS, "vector"])
                 found = [(r["chunk_id"], r["lens"], unit(r["vector"]), r) for r in rows_read]
             for cid, lens, vector, row in found:

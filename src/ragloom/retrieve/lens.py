@@ -23,10 +23,12 @@ class BalancedOptions(HybridOptions):
 
 
 def lens_order(req: SearchRequest) -> list[str]:
-    """The configured lenses in their order, then any other lens present, then requested ones."""
-    settings = req.settings.retrieval
+    """The lenses to balance: those the settings name (``retrieval.lenses``) in their order,
+    then any other lens of the workspace; with none named, the workspace's own lenses. A lens
+    named (there or in the request) that has no chunks is reported in the notes."""
+    configured = list(req.settings.retrieval.lenses)
     present = req.store.lenses(req.tenant, as_of=req.as_of)
-    order = list(settings.lenses) + sorted(present - set(settings.lenses))
+    order = configured + sorted(present - set(configured))
     if req.lenses is not None:
         order = [lens for lens in order if lens in req.lenses] + [lens for lens in req.lenses if lens not in order]
     missing = [lens for lens in order if lens not in present]
@@ -37,9 +39,10 @@ def lens_order(req: SearchRequest) -> list[str]:
 
 @define("balanced", options=BalancedOptions)
 def balanced(req: SearchRequest) -> list[ScoredChunk]:
-    """Hybrid search within each lens (``chunks_per_lens`` each, default 8), interleaved by rank:
-    first every lens's best, then every lens's second best, so any prefix stays balanced.
-    A lens without chunks is reported in the notes, not silently skipped."""
+    """Hybrid search within each lens (``chunks_per_lens`` each, default 8), taken by rank in
+    turn (every lens's best, then every lens's second best) up to ``k``, so a short list stays
+    balanced too; shown best first. A lens without chunks is reported in the notes, not
+    silently skipped."""
     per_lens = req.options_as(BalancedOptions).chunks_per_lens
     _ = req.vector  # embed the query once for every lens
     ranked = [hybrid(req.narrowed(lenses=[lens], k=per_lens)) for lens in lens_order(req)]

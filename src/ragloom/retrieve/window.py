@@ -313,7 +313,7 @@ def sentence_windows(req: SearchRequest, options: WindowOptions | DynamicOptions
     rule, top_k = options.rule(), options.top_k
     vector = req.vector
     with req.timed("sentence search"):
-        hits = req.store.vector_search(req.tenant, vector, top_k, lenses=req.lenses, as_of=req.as_of,
+        hits = req.store.vector_search(req.tenant, vector, top_k, lenses=req.lenses, as_of=req.as_of, dated=req.dated,
                                        table="sentences")
     if not hits:
         if not req.store.has_table("sentences"):
@@ -331,13 +331,13 @@ def sentence_windows(req: SearchRequest, options: WindowOptions | DynamicOptions
     return results
 
 
-@define("window", options=WindowOptions)
+@define("window", options=WindowOptions, scale="cosine")
 def window(req: SearchRequest) -> list[ScoredChunk]:
     """The best sentences, each widened by a fixed number of sentences per side (default 3)."""
     return sentence_windows(req, req.options_as(WindowOptions), "window")
 
 
-@define("dynamic", options=DynamicOptions)
+@define("dynamic", options=DynamicOptions, scale="cosine")
 def dynamic(req: SearchRequest) -> list[ScoredChunk]:
     """The best sentences, each grown while its neighbours stay semantically close."""
     return sentence_windows(req, req.options_as(DynamicOptions), "dynamic")

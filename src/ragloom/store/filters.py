@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 from ragloom.errors import InvalidParameterError
 
@@ -40,12 +41,42 @@ def sql_time(moment: datetime) -> str:
     return f"timestamp '{utc.year:04d}-{utc:%m-%dT%H:%M:%S.%f}'"
 
 
+@dataclass(frozen=True, slots=True)
+class DateRange:
+    """Documents dated (``document_date``: front matter, or a date in the file name) from
+    ``start`` to ``end``, both included; either end may be open. Undated documents are outside
+    every range."""
+
+    start: date | None = None
+    end: date | None = None
+
+    def sql(self) -> str:
+        parts = ["document_date IS NOT NULL"]
+        if self.start is not None:
+            parts.append(f"document_date >= {_sql_date(self.start)}")
+        if self.end is not None:
+            parts.append(f"document_date <= {_sql_date(self.end)}")
+        return " AND ".join(parts)
+
+    def __str__(self) -> str:
+        return f"{self.start.isoformat() if self.start else '…'} to {self.end.isoformat() if self.end else '…'}"
+
+
+def _sql_date(day: date) -> str:
+    if not isinstance(day, date):
+        raise InvalidParameterError(f"a date filter needs a date, not {day!r}")
+    return f"date '{day.year:04d}-{day.month:02d}-{day.day:02d}'"
+
+
 def scope(tenant: str, *, lenses: Iterable[str] | None = None, as_of: datetime | None = None,
-          extra: Iterable[str] = ()) -> str:
-    """Rows of ``tenant`` (in ``lenses``) that were current at ``as_of`` (or are current now)."""
+          dated: DateRange | None = None, extra: Iterable[str] = ()) -> str:
+    """Rows of ``tenant`` (in ``lenses``, of documents ``dated`` in a range) that were current at
+    ``as_of`` (or are current now)."""
     parts = [f"tenant_id = {sql_str(tenant)}"]
     if lenses is not None:
         parts.append(sql_in("lens", lenses))
+    if dated is not None:
+        parts.append(dated.sql())
     if as_of is None:
         parts.append("superseded_at IS NULL")
     else:

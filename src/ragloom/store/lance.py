@@ -36,7 +36,7 @@ import numpy as np
 import pyarrow as pa
 
 from ragloom.errors import MissingExtraError, StoreError, WorkspaceLockedError
-from ragloom.store.filters import scope, sql_in, sql_str, sql_time
+from ragloom.store.filters import DateRange, scope, sql_in, sql_str, sql_time
 from ragloom.store.schema import (
     CHUNK_COLUMNS,
     DEPENDENT_TABLES,
@@ -735,7 +735,7 @@ class LanceStore:
     def chunks(self, tenant: str, *, document_ids: Iterable[str] | None = None, chunk_ids: Iterable[str] | None = None,
                lenses: Iterable[str] | None = None, as_of: datetime | None = None, with_vectors: bool = False,
                columns: Sequence[str] | None = None, entity_ids: Iterable[str] | None = None,
-               table: str = "chunks", where: Iterable[str] = ()) -> list[dict[str, Any]]:
+               table: str = "chunks", where: Iterable[str] = (), dated: DateRange | None = None) -> list[dict[str, Any]]:
         """Rows of ``table`` (``chunks`` or ``sentences``) current at ``as_of``, filtered."""
         extra = list(where)
         if document_ids is not None:
@@ -748,7 +748,15 @@ class LanceStore:
         cols = list(columns) if columns is not None else None
         if cols is None:
             cols = None if with_vectors else CHUNK_COLUMNS
-        return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, extra=extra), cols)
+        return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, dated=dated, extra=extra),
+                            cols)
+
+    def chunk_ids_starting(self, tenant: str, prefix: str, *, as_of: datetime | None = None) -> list[str]:
+        """Ids of the tenant's chunks (current at ``as_of``) that start with ``prefix``, a short id."""
+        if not prefix or any(c in prefix for c in "%_\\"):
+            return []  # LIKE's wildcards never come from the user
+        rows = self.chunks(tenant, as_of=as_of, columns=["chunk_id"], where=[f"chunk_id LIKE {sql_str(prefix + '%')}"])
+        return [r["chunk_id"] for r in rows]
 
     def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks") -> pa.Table | None:
         """``columns`` of the tenant's current rows of ``table`` as one Arrow table (no per-row
@@ -783,7 +791,7 @@ class LanceStore:
 
     def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
                       as_of: datetime | None = None, with_vectors: bool = False,
-                      table: str = "chunks") -> list[dict[str, Any]]:
+                      table: str = "chunks", dated: DateRange | None = None) -> list[dict[str, Any]]:
         handle = self._table(table)
         if handle is None:
             return []
@@ -795,7 +803,7 @@ class LanceStore:
             query = (
                 handle.search(np.asarray(vector, dtype=np.float32), vector_column_name="vector")
                 .distance_type("cosine")
-                .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=prefilter)
+                .where(scope(tenant, lenses=lenses, as_of=as_of, dated=dated), prefilter=prefilter)
                 .select(columns)
             )
             if indexed:
@@ -808,7 +816,7 @@ class LanceStore:
         # 64 ms over a million sentences): a current query without lenses, whose filter keeps
         # nearly every row, filters the nearest 2k instead, and filters first only when that
         # leaves fewer than k (many superseded versions, another tenant's rows).
-        rows = search(False, 2 * k) if indexed and lenses is None and as_of is None else []
+        rows = search(False, 2 * k) if indexed and lenses is None and as_of is None and dated is None else []
         if len(rows) < k:
             rows = search(True, k)
         for row in rows:
@@ -816,7 +824,8 @@ class LanceStore:
         return rows
 
     def text_search(self, tenant: str, text: str, k: int, *, lenses: Iterable[str] | None = None,
-                    as_of: datetime | None = None, with_vectors: bool = False) -> list[dict[str, Any]]:
+                    as_of: datetime | None = None, with_vectors: bool = False,
+                    dated: DateRange | None = None) -> list[dict[str, Any]]:
         table = self._table("chunks")
         if table is None or not text.strip():
             return []
@@ -828,7 +837,7 @@ class LanceStore:
         columns = RESULT_COLUMNS + (["vector"] if with_vectors else []) + ["_score"]
         query = (
             table.search(match, query_type="fts")
-            .where(scope(tenant, lenses=lenses, as_of=as_of), prefilter=True)
+            .where(scope(tenant, lenses=lenses, as_of=as_of, dated=dated), prefilter=True)
             .select(columns)
         )
         return self._rows(query, k)

@@ -57,10 +57,7 @@ def start(rt: Runtime, eng: Engine, paths: list[Path], *, lens: str, tenant: str
 def show_report(job: Job) -> None:
     report: IngestReport = job.result
     lens = job.params.get("lens", "")
-    line = (f"**{report.files}** files into **{lens}**: {report.added} added, {report.updated} updated, "
-            f"{report.unchanged} unchanged, {report.deleted} deleted, {len(report.failed)} failed. "
-            f"{report.chunks_written} chunk versions written ({report.chunks_embedded} embedded, "
-            f"{report.chunks_reused} reused) in {report.seconds:.1f}s.")
+    line = f"Into **{lens}**: {report.summary()}"
     with st.container(border=True):
         icon = ":material/warning:" if report.failed else ":material/check_circle:"
         (st.warning if report.failed else st.success)(line, icon=icon)

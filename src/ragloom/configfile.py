@@ -1,0 +1,148 @@
+"""The settings as files and as a table: a commented ``ragloom.toml`` for a new workspace
+(``ragloom init``), and every effective setting with where its value came from (``ragloom
+config show``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from ragloom.config import CONFIG_FILENAME, ENV_PREFIX, Settings, env_overrides
+from ragloom.errors import ConfigError
+
+#: Sections written to a new ``ragloom.toml``, in this order (``doc_types`` rules are a list of
+#: tables, shown as one example instead).
+SECTIONS = ("chunking", "prefix", "embedding", "retrieval", "sentences", "graph", "context_optimization", "entities",
+            "ingest", "workspace", "llm")
+WIDTH = 44  # the column where a setting's description starts
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One effective setting: its dotted key, its value and where the value came from
+    (``default``, a TOML file's path, or an environment variable's name)."""
+
+    key: str
+    value: Any
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "value": self.value, "source": self.source}
+
+
+def toml_value(value: Any) -> str:  # noqa: ANN401 - any setting
+    """A setting's value as TOML writes it (strings quoted, lists bracketed)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+    raise ConfigError(f"cannot write the setting value {value!r} as TOML")
+
+
+def _fields(model: type[BaseModel], values: BaseModel) -> Iterator[tuple[str, Any, str]]:
+    for name, field in model.model_fields.items():
+        yield name, getattr(values, name), field.description or ""
+
+
+def commented_toml(settings: Settings | None = None) -> str:
+    """A ``ragloom.toml`` with every setting commented out at its default, each with what it does.
+
+    Uncommenting a line sets that value; the file as written changes nothing, so a workspace
+    made with it matches one made without it.
+    """
+    settings = settings or Settings()
+    lines = [
+        "# ragloom settings for this workspace. Every line is commented out at its default value:",
+        "# uncomment a line and change the value to set it. Order of precedence: defaults, this file,",
+        f"# --config FILE, then environment variables {ENV_PREFIX}<SECTION>__<KEY> "
+        f"({ENV_PREFIX}CHUNKING__CHUNK_SIZE=512).",
+        "# 'ragloom config show' prints the effective settings and where each came from. Changing a",
+        "# chunking, prefix, document-type or embedding setting calls for 'ragloom reindex'.",
+        "",
+        f"# tenant = {toml_value(settings.tenant)}",
+    ]
+    for section in SECTIONS:
+        values: BaseModel = getattr(settings, section)
+        lines += ["", f"[{section}]"]
+        for name, value, description in _fields(type(values), values):
+            if isinstance(value, Mapping) and not value:
+                line = f"# [{section}.{name}.<name>]"
+            elif value is None:
+                line, description = f"# {name} =", f"(not set) {description}".strip()
+            else:
+                line = f"# {name} = {toml_value(value)}"
+            lines.append(f"{line:<{WIDTH}} # {description}" if description else line)
+    lines += [
+        "",
+        "# Document types: rules replace the defaults; the first that matches wins; all the patterns",
+        "# a rule gives must match (filename patterns see the name as words: 'Team_Sync.md' is 'Team Sync md').",
+        "# [[doc_types.rules]]",
+        '# type = "Dive Manual"',
+        '# filename = "(?i)\\\\bpadi\\\\b"',
+        '# content = "(?i)niveau"',
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def init_workspace(path: Path, *, force: bool = False) -> Path:
+    """Make the workspace folder (if needed) and write its commented ``ragloom.toml``; an
+    existing settings file is kept unless ``force``."""
+    target = path / CONFIG_FILENAME
+    if target.exists() and not force:
+        raise ConfigError(f"{target} already exists; edit it, or pass --force to replace it with the commented "
+                          "defaults")
+    path.mkdir(parents=True, exist_ok=True)
+    target.write_text(commented_toml(), encoding="utf-8")
+    return target
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        dotted = f"{prefix}.{key}" if prefix else key
+        if isinstance(value, Mapping) and value and dotted != "chunking.options":
+            out.update(_flatten(value, dotted))
+        else:
+            out[dotted] = value
+    return out
+
+
+def _keys_set(data: Mapping[str, Any]) -> set[str]:
+    """The dotted keys a TOML file or the environment sets (a whole section counts for
+    ``doc_types.rules`` and a plugin's options)."""
+    keys = set(_flatten(data))
+    return keys | {k.rsplit(".", 1)[0] for k in keys if k.startswith(("doc_types.rules", "chunking.options."))}
+
+
+def effective_settings(workspace: Path, *, config_file: Path | None = None,
+                       environ: Mapping[str, str] | None = None) -> list[Setting]:
+    """Every setting with its effective value and its source, as :meth:`Settings.load` merges them."""
+    environ = os.environ if environ is None else environ
+    settings = Settings.load(workspace, config_file=config_file, environ=environ)
+    sources: dict[str, str] = {}
+    for path in (workspace / CONFIG_FILENAME, config_file):
+        if path is not None and path.is_file():
+            for key in _keys_set(tomllib.loads(path.read_text(encoding="utf-8"))):
+                sources[key] = str(path)
+    for key in _keys_set(env_overrides(environ)):
+        sources[key] = ENV_PREFIX + "__".join(key.split(".")).upper()
+    flat = _flatten(json.loads(settings.model_dump_json()))
+    if settings.doc_types.rules:  # one line for the rules: a list of tables reads badly as dotted keys
+        flat = {k: v for k, v in flat.items() if not k.startswith("doc_types.rules")}
+        flat["doc_types.rules"] = [r.model_dump(exclude_none=True) for r in settings.doc_types.rules]
+    return [Setting(key, value, sources.get(key, "default")) for key, value in sorted(flat.items())]
