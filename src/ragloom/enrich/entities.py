@@ -10,11 +10,13 @@ Four sources, in order of trust:
 3. **pattern rules**: dates (through :mod:`ragloom.enrich.timeref`) and any regular
    expressions the gazetteer file declares;
 4. **capitalised-phrase candidates**, typed by their shape (``… Inc`` is an organisation,
-   ``Dr. …`` a person, ``… v2`` a product), or ``other``.
+   ``Dr. …`` a person, ``… v2`` a product), or ``other``; a capital counts only where its
+   position does not explain it, and the shapes kept by default are those measured at least
+   0.8 precise (:data:`CANDIDATE_SHAPES`, ``bench/entity_precision.py``).
 
 Overlaps are resolved in that order of trust, then by length. Aliases resolve to one canonical
-entity; inside a document, a later short form (``Apex``) resolves to the longer name it
-abbreviates (``Apex HVAC``).
+entity; inside a document, a short form (``Apex``) resolves to the one longer name it starts
+(``Apex HVAC``).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ import bisect
 import hashlib
 import re
 import tomllib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from ragloom.enrich.spans import DisjointSpans
@@ -228,22 +232,91 @@ class GlinerExtractor:
 
 
 # -- capitalised-phrase candidates ------------------------------------------------------------
+#
+# A capital letter is evidence of a name only where position does not explain it: at a line or
+# sentence start, in a table cell, a heading or a line of shouted licence text, "Platform
+# devices", "Payload Format" and "AS IS" are capitalised by where they stand. Each document is
+# its own evidence: a phrase is a name when it also stands capitalised in the middle of a
+# sentence, and not when its lower-case form is written too ("the normal API" beside "Normal
+# API"). Code (backticks, literal blocks, doctest lines, identifiers with "_", dotted names,
+# calls) is never a name. bench/entity_precision.py measures every shape on a labelled sample.
 
-_CAP_WORD = r"(?:[A-Z][\w&'.-]*[\w&]|[A-Z])"
+#: The candidate shapes by name; ``entities.candidates`` lists those kept.
+CANDIDATE_SHAPES: Mapping[str, str] = MappingProxyType({
+    "organisation": "a name ending in a company word (… Inc, … Foundation, … Plumbing): organisation",
+    "person_title": "a name after a title (Dr. …, Ms. …): person",
+    "person_context": "two or three name words before a role or a verb of speech (Jane Doe (Finance), … said): person",
+    "product_version": "a name with a version (Fleet Tracker v3, Python 3.11): product",
+    "product_name": "a name ending in a product word (Windows API, Customer Portal): product",
+    "short_form": "one word that starts a typed name of the same document (Apex for Apex HVAC): that name's type",
+    "name": "any other capitalised name, untyped: other",
+    "acronym": "an all-capital word written at least twice, untyped: other",
+})
+#: The shapes ``entities.candidates = true`` keeps: those at least 0.8 precise on the labelled
+#: sample (docs/benchmarks.md, "Entity candidates: precision").
+DEFAULT_CANDIDATE_SHAPES: tuple[str, ...] = ("organisation", "person_title", "person_context", "product_version",
+                                             "product_name", "short_form")
+_WEAK = "weak"  # a lone word capitalised by position: kept only if it turns out to be a short form
+
+
+def candidate_shapes(value: bool | str | Iterable[str]) -> frozenset[str]:
+    """The shapes an ``entities.candidates`` value keeps: ``True`` the defaults, ``False`` none,
+    or the shapes listed (``"all"`` for every one)."""
+    if isinstance(value, bool):
+        return frozenset(DEFAULT_CANDIDATE_SHAPES if value else ())
+    names = [value] if isinstance(value, str) else list(value)
+    for name in names:
+        if name != "all" and name not in CANDIDATE_SHAPES:
+            raise ConfigError(f"entities.candidates: unknown candidate shape {name!r}; give true (the defaults: "
+                              f"{', '.join(DEFAULT_CANDIDATE_SHAPES)}), false, or a list of: all, "
+                              + ", ".join(CANDIDATE_SHAPES))
+    return frozenset(CANDIDATE_SHAPES) if "all" in names else frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A capitalised-phrase mention and the shape that found it (a key of :data:`CANDIDATE_SHAPES`)."""
+
+    mention: EntityMention
+    shape: str
+
+
+_JOINER = r"(?:of|and|&|the|de|von|van|for)"
+_CAP_WORD = r"(?:[A-Z][\w&'’.-]*[\w&]|[A-Z])"
+_GAP = r"(?: |[ \t]*\n[ \t]*)"  # one space, or one line break: a name may wrap (tabs and runs of spaces are columns)
+_VERSION = r"(?:v\d+(?:\.\d+)*|\d+(?:\.\d+)+)"
 _CANDIDATE = re.compile(
-    rf"(?<![\w&#@/-])({_CAP_WORD}(?:[ \t]+(?:of|and|&|the|de|von|van|for)?[ \t]*{_CAP_WORD})*"
-    r"(?:[ \t]+(?:v\d+(?:\.\d+)*|\d+\.\d+)(?!\w|\.\d))?)(?![\w])"  # an optional version: "Fleet Tracker v3"
+    rf"(?<![\w&#@/.-]){_CAP_WORD}(?:{_GAP}(?:{_JOINER}{_GAP})?{_CAP_WORD})*"
+    rf"(?: {_VERSION}(?!\w|\.\d))?(?![\w])"  # an optional version: "Fleet Tracker v3", "in Python 3.13."
 )
 _ORG_SUFFIX = re.compile(
     r"\b(?:Inc|LLC|Ltd|Corp|Corporation|Company|Co|Group|GmbH|AG|SA|PLC|Partners|Research|Labs?|Systems|"
     r"Technologies|Software|Solutions|Services|Bank|University|Institute|Foundation|Agency|Association|"
-    r"Plumbing|HVAC|Electric|Electrical|Heating|Cooling|Roofing|Builders|Contractors|Pro)\.?$"
+    r"Plumbing|HVAC|Electric|Electrical|Heating|Cooling|Roofing|Builders|Contractors|Logistics)\.?$"
 )
-_PERSON_TITLE = re.compile(r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|Sir)\.?\s+)$")
-_PERSON_CONTEXT = re.compile(r"^\s*(?:\((?:[A-Z][\w ,&-]*)\)|,\s*(?:the\s+)?(?:CEO|CTO|CFO|VP|Head|Director|Manager|"
-                             r"Senior|Lead|Engineer|Analyst|Principal|Founder)\b|:\s|\s+(?:said|says|asked|told|wrote)\b)")
-_PRODUCT_SHAPE = re.compile(r"(?:\bv\d+(?:\.\d+)*|\b\d+\.\d+|\b(?:App|API|SDK|Portal|Platform|Suite|Cloud|Online|"
-                            r"Catalog|Dashboard|Engine))$")
+_ORG_PREFIX = re.compile(r"^(?:University|Bank|Institute|Corporation|Foundation|Ministry|Department|College|Museum|"
+                         r"Council|Bureau|Office)\s+(?:of|for)\s")
+_PERSON_TITLE = re.compile(r"(?<![\w.])(?:Mr|Mrs|Ms|Dr|Prof|Sir)\.?[ \t]+$")  # searched up to the name
+_ROLE_ACRONYMS = r"(?:CEO|CTO|CFO|COO|CPO|VP|SVP|EVP|PM)"
+#: What follows a person's name: a team or role in parentheses ("(Finance)", "(CEO)"; not an
+#: acronym being defined, "(EEE)", "(PyPI)"), ", CEO", a colon and what they said ("Luis: the
+#: bus is late"; a capital after the colon is as often a title's subtitle), a verb of speech.
+_PERSON_CONTEXT = re.compile(
+    rf"^(?:[ \t]*\((?:{_ROLE_ACRONYMS}\b[\w ,&-]*|(?![A-Za-z]*[A-Z][A-Za-z]*[A-Z][a-z]*\))[A-Z][\w&-]*[a-z][\w ,&-]*)\)"
+    rf"|,\s*(?:the\s+)?(?:{_ROLE_ACRONYMS}|Head|Director|Manager|Senior|Lead|Engineer|Analyst|Principal|Founder)\b"
+    r"|:[ \t]+[a-z]|\s+(?:said|says|asked|told|wrote)\b)")
+#: Words of job titles: "VP Engineering", "Senior Product Manager" are roles, not names.
+_ROLE_WORDS = frozenset("""VP SVP EVP CEO CTO CFO COO CPO Head Lead Senior Junior Principal Staff Chief Manager Director
+    Engineer Officer President Analyst Architect Designer Owner Coordinator Specialist Consultant Intern""".split())
+#: "Maya Okafor (Product)": what follows a person's name in parentheses is a team or a role.
+_AFTER_NAME = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+ \($")
+_NAME_WORD = re.compile(r"[A-Z][a-z]+(?:[-'’][A-Z]?[a-z]+)*")
+_VERSION_END = re.compile(rf"\s{_VERSION}$")
+_PRODUCT_WORDS = frozenset("App API SDK Portal Platform Suite Cloud Online Catalog Dashboard Engine".split())
+#: Words that a number follows without making a product: "Version 1.2", "Section 3.1".
+_NOT_PRODUCTS = frozenset("""Version Release Revision Rev Section Chapter Part Step Phase Stage Level Figure Table Page
+    Appendix Item Issue Volume Vol Build Patch Update Through Double Float Rule Example Note Option Case Class Type
+    Article Clause Paragraph Line Test""".split())
 #: Capitalised words that are not names on their own (sentence starters, days, headings).
 COMMON = frozenset(
     """A An The This That These Those It Its We Our Us You Your They Their He She His Her I In On At For From To
@@ -255,52 +328,279 @@ COMMON = frozenset(
     Summary Goals Scope Risks Risk Mitigation Problem Requirements Milestones Questions Action Items Follow Ups
     Overview Introduction Conclusion Background Context Proposal Alternatives Recommendation Let Do Does Did Is Are
     Was Were Be Been Will Would Should Could Can May Might Must Shall Please Thanks See Yes Maybe Realistically
-    Together Once Until During Since Without Within Across Per Via Up Down Out Over Under Again Further""".split()
+    Together Once Until During Since Without Within Across Per Via Up Down Out Over Under Again Further However
+    Therefore Thus Otherwise Instead Meanwhile Moreover Furthermore Finally Similarly Currently Usually Normally
+    Typically Generally Sometimes Often Always Never Perhaps Unfortunately Fortunately""".split()
 )
+#: Words of code that are capitalised: literals and markers, never names.
+CODE_WORDS = frozenset("None True False NULL Null TODO FIXME XXX EOF NaN Ellipsis".split())
+#: All-capital words that name a kind of thing, not one thing.
+GENERIC_ACRONYMS = frozenset("""API APIS SDK CPU GPU RAM ROM DMA DLL URL URI ID IDS OS UI UX IO PDF CSV TSV TXT FAQ
+    KPI OKR OKRS ETA ASAP FYI CEO CTO CFO COO VP PM QA HR IT EOD BOM LGTM PR PRD MVP SLA SLO TBD TBA N/A OK AM PM
+    GMT UTC DB SQL CLI GUI IP TCP UDP DNS SSH TLS SSL ASCII README NB PS RFC IRQ IRQS PID UID GID FD ABI ISA""".split())
+_ENUMERATION = re.compile(r"[A-Z]{1,2}\d{1,2}[a-z]?|[A-Z]{2,}s")  # KR1, P0, H2 and plurals (URBs, QBRs)
 #: Words a candidate phrase does not end with: the common words, and the joiners inside a name
 #: ("Bank of America", "Smith & Sons") that are left dangling at its end.
 _TRAILING = COMMON | {"of", "and", "&", "the", "de", "von", "van", "for"}
+_LEADING = COMMON | {"of", "and", "&", "the", "de", "von", "van", "for", "Copyright", "Portions"}
+_HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
+_LINE_MARKER = re.compile(r"[ \t]*(?:(?:[-*+>#]+|\d+(?:\.\d+)*[.)]?|[A-Za-z][.)]|\|)[ \t]*)*")
+_LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z'’-]*[a-z](?![\w'’-])")
+_CODE_SPANS = re.compile(
+    r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced blocks
+    r"|``[^\n]+?``|`[^`\n]+`"  # inline code
+    r"|^[ \t]*(?:\.\. |>>>|\.\.\.[ \t])[^\n]*"  # reST directives and comments, doctest lines
+    r"|https?://\S+",  # web addresses
+    re.MULTILINE | re.DOTALL,
+)
+_MAIL_DOMAIN = re.compile(r"@[\w-]+\.[\w.]+")  # a mail address, found from its "@" (a scan for its start is slow)
+_MAIL_USER = re.compile(r"[\w.+-]+$")
+_BLANK = re.compile(r"[^\n]")
+_LETTERS = re.compile(r"[^\W\d_]")
+_WORD_BEFORE = re.compile(r"(?<![\w&'’.-])(\w[\w&'’.-]*[\w&]|\w)\s+$")
+_WORD_AFTER = re.compile(r"\s+(\w[\w&'’.-]*[\w&]|\w)(?![\w&'’-])")
+_CODE_DIRECTIVE = re.compile(r"\.\. (?:code-block|code|sourcecode|literalinclude|doctest|testcode|testoutput|highlight)::")
+_FREE, _START, _HEADING, _SHOUT, _COLON = range(5)
 
 
-def _candidate_type(phrase: str, before: str, after: str) -> tuple[str, float]:
-    if _ORG_SUFFIX.search(phrase):
-        return "organisation", 0.6
-    if _PERSON_TITLE.search(before):
-        return "person", 0.6
-    words = phrase.split()
-    if len(words) in (2, 3) and all(w[0].isupper() and w[1:].islower() for w in words if len(w) > 1) \
-            and _PERSON_CONTEXT.match(after):
-        return "person", 0.55
-    if _PRODUCT_SHAPE.search(phrase):
-        return "product", 0.5
-    return OTHER, 0.35
+def _literal_blocks(text: str) -> Iterable[tuple[int, int]]:
+    """reST literal blocks: the lines indented deeper than a line ending in ``::``."""
+    pos, opener = 0, None  # opener: the indentation of the "::" line whose block we are in
+    for line in text.splitlines(keepends=True):
+        body = line.strip()
+        indent = len(line) - len(line.lstrip(" \t"))
+        if opener is not None and body and indent <= opener:
+            opener = None
+        if opener is not None:
+            yield pos, pos + len(line)
+        elif _CODE_DIRECTIVE.match(body) or body.endswith("::") and not body.startswith(".. "):
+            opener = indent  # a literal block, or a code directive's body (a note's body is prose)
+        pos += len(line)
 
 
-def capitalised_candidates(text: str) -> list[EntityMention]:
-    """Capitalised phrases that are not sentence-initial common words."""
-    out = []
-    for m in _CANDIDATE.finditer(text):
-        phrase = m.group(1).rstrip(".'")
-        words = phrase.split()
-        while words and words[0] in COMMON:
+def _is_titled(word: str) -> bool:
+    return word[:1].isupper() and word[1:].islower()
+
+
+def _looks_like_code(prose: str, start: int, end: int) -> bool:
+    phrase = prose[start:end]
+    if "_" in phrase or prose[end : end + 1] in ("(", "=", "[") or prose[start - 1 : start] in ("=", "\\"):
+        return True
+    # A dotted name is code when what follows the dot is an identifier ("TestCase.assertEqual",
+    # "Message.get_payload"), not a domain or a file type ("BeOpen.com", "Node.js").
+    return bool(re.search(r"\w\.[a-z]*[A-Z_]", phrase))
+
+
+class _Document:
+    """What one document says about its capitalised phrases: where code is, how each word is written."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        spans = [(m.start(), m.end()) for m in _CODE_SPANS.finditer(text)] + list(_literal_blocks(text))
+        for m in _MAIL_DOMAIN.finditer(text):
+            user = _MAIL_USER.search(text, max(0, m.start() - 64), m.start())
+            if user is not None:
+                spans.append((user.start(), m.end()))
+        spans.sort()
+        parts, done = [], 0
+        for a, b in spans:
+            if b > done:
+                a = max(a, done)
+                parts += [text[done:a], _BLANK.sub("\x00", text[a:b])]
+                done = b
+        self.prose = "".join([*parts, text[done:]])  # the text with code blanked out, same offsets
+        self.lower = Counter(_LOWER_WORD.findall(self.prose))
+        self.free_words: Counter[str] = Counter()  # capitalised where position does not explain it
+        self.free_phrases: Counter[str] = Counter()
+        self.written: Counter[str] = Counter()  # words of the capitalised runs, wherever they stand
+        self._lines: dict[int, int] = {}
+        self._pairs: set[tuple[str, str, int]] | None = None
+        self.pieces: list[tuple[int, int, int]] = []
+        for m in _CANDIDATE.finditer(self.prose):
+            for a, b in self._split(m.start(), m.end()):
+                where = self.slot(a)
+                self.pieces.append((a, b, where))
+                phrase = " ".join(text[a:b].split())
+                self.written.update(phrase.split())
+                multiword = " " in phrase
+                if where == _FREE or where == _COLON and multiword:
+                    self.free_phrases[phrase] += 1
+                if where in (_FREE, _START, _COLON):
+                    for i, word in enumerate(phrase.split()):
+                        if i or where == _FREE or where == _COLON and multiword:
+                            self.free_words[word] += 1
+
+    def line_kind(self, line_start: int) -> int:
+        kind = self._lines.get(line_start)
+        if kind is None:
+            end = self.text.find("\n", line_start)
+            line = self.text[line_start : end if end >= 0 else len(self.text)]
+            letters = _LETTERS.findall(line)
+            if len(letters) >= 12 and len(line.split()) >= 3 and sum(map(str.isupper, letters)) >= 0.7 * len(letters):
+                kind = _SHOUT
+            elif _HEADING_LINE.match(line):
+                kind = _HEADING
+            else:
+                kind = _FREE
+            self._lines[line_start] = kind
+        return kind
+
+    def slot(self, start: int) -> int:
+        """Whether the capital at ``start`` is explained by position (line or sentence start, a
+        table cell, a heading, a shouted line) or not (``_FREE``)."""
+        line_start = self.prose.rfind("\n", 0, start) + 1
+        kind = self.line_kind(line_start)
+        if kind != _FREE:
+            return kind
+        before = self.prose[line_start:start].rstrip(" \t*_\"'“‘([")
+        if not before or _LINE_MARKER.fullmatch(before) or before[-1] in ".!?|":
+            return _START
+        return _COLON if before[-1] == ":" else _FREE
+
+    def common(self, word: str) -> bool:
+        """A capitalised word this document also writes in lower case at least as often as it
+        writes it capitalised mid-sentence."""
+        return word in COMMON or self.lower[word.lower()] >= max(1, self.free_words[word])
+
+    def lower_variant(self, words: Sequence[str]) -> bool:
+        """Whether the phrase is also written with one of its capitalised words in lower case
+        ("the normal API" beside "Normal API"), judged on its neighbouring word pairs."""
+        if self._pairs is None:
+            self._pairs = self._lower_pairs()
+        folded = [w.casefold() for w in words]
+        return any((folded[i], folded[i + 1], i + j) in self._pairs
+                   for i in range(len(words) - 1) for j in (0, 1) if _is_titled(words[i + j]))
+
+    def _lower_pairs(self) -> set[tuple[str, str, int]]:
+        """The word pairs of the prose in which a word that some capitalised phrase capitalises
+        is written in lower case, as (first, second, which one was lower case): one search for
+        those words, however many phrases ask (a search per phrase made long documents quadratic)."""
+        phrases = (self.text[a:b].split() for a, b, _ in self.pieces)
+        titled = {w.lower() for words in phrases if len(words) > 1 for w in words if _is_titled(w)}
+        pairs: set[tuple[str, str, int]] = set()
+        if not titled:
+            return pairs
+        prose = self.prose
+        for m in re.finditer(r"(?<![\w&'’.-])(?:" + _trie_pattern(titled) + r")(?![\w&'’-])", prose):
+            word = m.group(0)
+            before = _WORD_BEFORE.search(prose, max(0, m.start() - 60), m.start())
+            if before is not None:
+                pairs.add((before.group(1).casefold(), word, 1))
+            after = _WORD_AFTER.match(prose, m.end(), m.end() + 60)
+            if after is not None:
+                pairs.add((word, after.group(1).casefold(), 0))
+        return pairs
+
+    def _split(self, start: int, end: int) -> Iterable[tuple[int, int]]:
+        """The names inside one capitalised run: split at "and" and "the" ("Jobber and Housecall
+        Pro", "Build the QuickBooks"), after a possessive, at a line break out of a heading or a
+        table, and trimmed of function words and enumerators at either end ("of Python 3.3", "Task C")."""
+        text = self.text
+        group: list[tuple[int, int]] = []
+        previous_end = start
+        for m in re.finditer(r"\S+", text[start:end]):
+            a, b = start + m.start(), start + m.end()
+            word = text[a:b]
+            if group and "\n" in text[previous_end:a] and self.line_kind(text.rfind("\n", 0, previous_end) + 1) != _FREE:
+                yield from self._trim(group)
+                group = []
+            previous_end = b
+            if word in ("and", "the"):
+                yield from self._trim(group)
+                group = []
+                continue
+            possessive = word.endswith(("'s", "’s")) and len(word) > 2
+            group.append((a, b - 2 if possessive else b))
+            if possessive:
+                yield from self._trim(group)
+                group = []
+        yield from self._trim(group)
+
+    def _trim(self, group: list[tuple[int, int]]) -> Iterable[tuple[int, int]]:
+        text = self.text
+        words = [(a, b - len(text[a:b]) + len(text[a:b].rstrip(".'’"))) for a, b in group]
+        words = [(a, b) for a, b in words if b > a]
+        while words and text[words[0][0] : words[0][1]] in _LEADING:
             words.pop(0)
-        while words and words[-1] in _TRAILING:
+        while words and (text[words[-1][0] : words[-1][1]] in _TRAILING or words[-1][1] - words[-1][0] == 1 and len(words) > 1):
             words.pop()
-        if not words:
-            continue
-        if len(words) == 1 and (len(words[0]) < 3 or words[0].isupper() and len(words[0]) < 2):
-            continue
-        name = " ".join(words)
-        start = m.start(1) + m.group(1).index(words[0])
-        end = start + len(name) if text[start : start + len(name)] == name else None
-        if end is None:  # the words were separated by more than one space: find the exact end
-            last = m.group(1).rindex(words[-1])
-            end = m.start(1) + last + len(words[-1])
-        kind, confidence = _candidate_type(text[start:end], text[max(0, start - 8) : start], text[end : end + 40])
-        if kind == OTHER and len(words) == 1 and (start == 0 or text[start - 2 : start].strip() in ("", ".", "!", "?", "#")):
-            continue  # a lone capitalised word at a sentence start says nothing
-        out.append(EntityMention(start, end, text[start:end], text[start:end], kind, confidence, "candidate"))
+        if words:
+            yield words[0][0], words[-1][1]
+
+
+def _classify(doc: _Document, start: int, end: int, where: int) -> Candidate | None:
+    """The shape of one capitalised piece, the first that fits of: company word, title, person
+    context, version, product word, then untyped (an acronym, a name, or a weak lone word)."""
+    text = doc.text
+    if _looks_like_code(doc.prose, start, end) or where == _SHOUT:
+        return None
+    words = text[start:end].split()
+    phrase = " ".join(words)
+    if len(words) > 1 and all(w.isupper() for w in words):
+        return None  # shouted, not named
+    seen_free = doc.free_phrases[phrase] > 0
+    after = text[end : end + 40]
+
+    def made(kind: str, confidence: float, shape: str) -> Candidate:
+        return Candidate(EntityMention(start, end, text[start:end], text[start:end], kind, confidence, "candidate"), shape)
+
+    name_like = all(_NAME_WORD.fullmatch(w) and w not in COMMON for w in words)
+    if len(words) > 1 and (_ORG_SUFFIX.search(phrase) and words[0] not in _TRAILING or _ORG_PREFIX.match(phrase)) \
+            and (where != _HEADING or doc.free_phrases[phrase]):
+        return made("organisation", 0.6, "organisation")
+    if name_like and _PERSON_TITLE.search(text, max(0, start - 8), start):
+        return made("person", 0.6, "person_title")
+    if name_like and len(words) in (2, 3) and where != _HEADING and _PERSON_CONTEXT.match(after) \
+            and text[start - 1 : start] != ":" \
+            and not any(doc.common(w) for w in words):
+        return made("person", 0.55, "person_context")
+    version = _VERSION_END.search(phrase)
+    if version:
+        name = phrase[: version.start()].split()
+        numbers = version.group(0).strip().lstrip("v").split(".")
+        if name and name[0] not in _NOT_PRODUCTS and not (len(name) > 1 and all(w.isupper() for w in name)) \
+                and all(len(n) <= 4 for n in numbers):
+            return made("product", 0.5, "product_version")
+        return None
+    if len(words) > 1 and words[-1] in _PRODUCT_WORDS and len(words[0]) > 1 and seen_free \
+            and not doc.lower_variant(words):
+        return made("product", 0.5, "product_name")
+    if len(words) == 1:
+        word = words[0]
+        if word in CODE_WORDS or word in COMMON or len(word) < 2:
+            return None
+        letters = "".join(ch for ch in word if ch.isalpha())
+        if letters.isupper() and len(letters) > 1:
+            if word.upper() in GENERIC_ACRONYMS or _ENUMERATION.fullmatch(word) or doc.written[word] < 2 \
+                    or len(word) > 3 and word.isalpha() and doc.lower[word.lower()]:  # UPDATE beside "update"
+                return None
+            return made(OTHER, 0.35, "acronym")
+        if _ENUMERATION.fullmatch(word) or _AFTER_NAME.search(text, max(0, start - 40), start):
+            return None
+        return made(OTHER, 0.35, _WEAK if doc.common(word) or not doc.free_words[word] else "name")
+    if seen_free and not doc.lower_variant(words) and not any(w in CODE_WORDS or w in _ROLE_WORDS for w in words) \
+            and not _AFTER_NAME.search(text, max(0, start - 40), start):
+        return made(OTHER, 0.35, "name")
+    return None
+
+
+def find_candidates(text: str) -> list[Candidate]:
+    """Every capitalised-phrase candidate of ``text`` with its shape, in text order; lone words
+    capitalised only by position come with the shape ``"weak"`` (a possible short form)."""
+    doc = _Document(text)
+    out = []
+    for start, end, where in doc.pieces:
+        candidate = _classify(doc, start, end, where)
+        if candidate is not None:
+            out.append(candidate)
     return out
+
+
+def capitalised_candidates(text: str, *, shapes: bool | Iterable[str] = True) -> list[EntityMention]:
+    """The capitalised-phrase mentions of ``text`` of the given shapes (before short forms are
+    resolved, which needs the other sources: see :class:`EntityExtractor`)."""
+    keep = candidate_shapes(shapes)
+    return [c.mention for c in find_candidates(text) if c.shape in keep]
 
 
 # -- the extractor --------------------------------------------------------------------------------
@@ -314,27 +614,43 @@ def _date_mentions(text: str) -> list[EntityMention]:
     return out
 
 
+Tagged = tuple[EntityMention, str]  # a mention and what found it: its source, or its candidate shape
+
+
 class EntityExtractor:
-    """Combines the sources above; ``types`` limits what is kept (``other`` is kept only if listed)."""
+    """Combines the sources above; ``types`` limits what is kept (``other`` is kept only if listed).
+
+    ``candidates`` chooses the capitalised-phrase shapes: ``True`` the defaults
+    (:data:`DEFAULT_CANDIDATE_SHAPES`), ``False`` none, or a list of names from
+    :data:`CANDIDATE_SHAPES` (``"all"`` for every one).
+    """
 
     def __init__(self, gazetteer: Gazetteer | None = None, *, models: Sequence[ModelExtractor] = (),
-                 types: Sequence[str] = DEFAULT_TYPES, candidates: bool = True, dates: bool = True) -> None:
+                 types: Sequence[str] = DEFAULT_TYPES, candidates: bool | Iterable[str] = True,
+                 dates: bool = True) -> None:
         self.gazetteer = gazetteer or Gazetteer()
         self.models = list(models)
         self.types = set(types)
-        self.candidates = candidates
+        self.shapes = candidate_shapes(candidates)
+        self.candidates = bool(self.shapes)
         self.dates = dates
 
     def __call__(self, text: str) -> list[EntityMention]:
-        found = self.gazetteer.find(text)
+        return [m for m, _ in self.explain(text)]
+
+    def explain(self, text: str) -> list[Tagged]:
+        """The mentions with what found each one: ``gazetteer``, ``model``, ``pattern``, or the
+        candidate shape (a key of :data:`CANDIDATE_SHAPES`)."""
+        found: list[Tagged] = [(m, m.source) for m in self.gazetteer.find(text)]
         for model in self.models:
-            found.extend(self._canonicalise(m) for m in model(text))
+            found.extend((self._canonicalise(m), m.source) for m in model(text))
         if self.dates:
-            found.extend(_date_mentions(text))
-        if self.candidates:
-            found.extend(self._canonicalise(m) for m in capitalised_candidates(text))
-        kept = self._resolve_overlaps(found)
-        return self._short_forms([m for m in kept if m.type in self.types])
+            found.extend((m, m.source) for m in _date_mentions(text))
+        if self.shapes:
+            found.extend((self._canonicalise(c.mention), c.shape) for c in find_candidates(text))
+        kept = self._short_forms(self._resolve_overlaps(found))
+        return [(m, why) for m, why in kept
+                if m.type in self.types and (m.source != "candidate" or why in self.shapes)]
 
     def _canonicalise(self, mention: EntityMention) -> EntityMention:
         known = self.gazetteer.resolve(mention.text)
@@ -345,24 +661,44 @@ class EntityExtractor:
                              max(mention.confidence, 0.85), mention.source)
 
     @staticmethod
-    def _resolve_overlaps(found: list[EntityMention]) -> list[EntityMention]:
-        ranked = sorted(found, key=lambda m: (SOURCE_RANK[m.source], -(m.end - m.start), m.start))
+    def _resolve_overlaps(found: list[Tagged]) -> list[Tagged]:
+        ranked = sorted(found, key=lambda t: (SOURCE_RANK[t[0].source], -(t[0].end - t[0].start), t[0].start))
         occupied = DisjointSpans()
-        return sorted((m for m in ranked if occupied.add(m.start, m.end)), key=lambda m: m.start)
+        return sorted((t for t in ranked if occupied.add(t[0].start, t[0].end)), key=lambda t: t[0].start)
 
     @staticmethod
-    def _short_forms(mentions: list[EntityMention]) -> list[EntityMention]:
-        """A one-word ``other`` mention that starts a longer typed name seen earlier becomes that entity."""
-        longer: dict[str, EntityMention] = {}
-        out = []
-        for m in mentions:
+    def _short_forms(tagged: list[Tagged]) -> list[Tagged]:
+        """A one-word ``other`` mention that starts a longer typed name of the document becomes
+        that entity ("Apex" for "Apex HVAC"), or, for a product named by a version or a product
+        word ("Python 3.11", "Windows API"), that product itself ("Python"). A word that starts
+        names of different entities ("Python Software Foundation", "Python 3.11") stays as it was."""
+        heads: dict[str, set[tuple[str, str]]] = {}
+        for m, why in tagged:
             words = m.canonical.split()
-            if len(words) > 1 and m.type != OTHER:
-                longer.setdefault(words[0].casefold(), m)
-            if len(words) == 1 and m.type == OTHER and m.canonical.casefold() in longer:
-                full = longer[m.canonical.casefold()]
-                m = EntityMention(m.start, m.end, m.text, full.canonical, full.type, 0.6, m.source)  # noqa: PLW2901
-            out.append(m)
+            if len(words) < 2 or m.type in (OTHER, "date"):
+                continue
+            if why in ("product_version", "product_name"):
+                version = _VERSION_END.search(m.text)
+                named = (m.text[: version.start()] if version else m.text.rsplit(None, 1)[0]).split()
+                if len(named) == 1:
+                    heads.setdefault(named[0].casefold(), set()).add(("product", ""))
+                continue
+            heads.setdefault(words[0].casefold(), set()).add((m.type, m.canonical))
+        alone = Counter(m.canonical.casefold() for m, _ in tagged if m.type == OTHER)
+        full = Counter(m.canonical for m, _ in tagged)
+        out: list[Tagged] = []
+        for m, why in tagged:
+            entity = heads.get(m.canonical.casefold()) if m.type == OTHER else None
+            if entity and any(kind == "organisation" and alone[m.canonical.casefold()] > 2 * full[name]
+                              for kind, name in entity):
+                entity = None  # "Linux" on its own far more often than in "Linux Foundation" is not its short form
+            if entity is not None and len(entity) == 1:
+                kind, canonical = next(iter(entity))
+                # a product's own name must stand as a name somewhere: "Customer" of "Customer Portal" does not
+                if kind != "product" or why != _WEAK:
+                    m = EntityMention(m.start, m.end, m.text, canonical or m.text, kind, 0.6, m.source)  # noqa: PLW2901
+                    why = "short_form"  # noqa: PLW2901
+            out.append((m, why))
         return out
 
 
