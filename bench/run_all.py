@@ -26,6 +26,7 @@ BENCHMARKS = [
     ("graph_scaling", ["bench/graph_scaling.py", "--sizes", "1000", "10000", "100000",
                        "--seed-sizes", "1000", "10000"], True),
     ("window_expansion", ["bench/window_expansion.py", "--sentences", "100000", "--queries", "50", "--k", "10"], True),
+    ("contradiction_precision", ["bench/contradiction_precision.py"], True),
     ("lens_balance", ["bench/lens_balance.py", "--top", "24", "48"], False),
     ("optimizer_quality", ["bench/optimizer_quality.py", "--candidates", "20", "--budget", "4000"], False),
     *((f"eval {suite}", ["-m", "ragloom.cli", "eval", suite, "--out", "docs/eval"], False)
