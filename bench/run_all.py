@@ -29,7 +29,9 @@ BENCHMARKS = [
     ("contradiction_precision", ["bench/contradiction_precision.py"], True),
     ("lens_balance", ["bench/lens_balance.py", "--top", "24", "48"], False),
     ("optimizer_quality", ["bench/optimizer_quality.py", "--candidates", "20", "--budget", "4000"], False),
-    *((f"eval {suite}", ["-m", "ragloom.cli", "eval", suite, "--out", "docs/eval"], False)
+    ("contextual_tuning", ["bench/contextual_tuning.py"], False),
+    *((f"eval {suite}", ["-m", "ragloom.cli", "eval", suite, "--out", "docs/eval",
+                         *(["--option", "split=tune,report,all"] if suite == "contextual" else [])], False)
       for suite in ("chunking", "contextual", "ab", "windows")),
 ]
 

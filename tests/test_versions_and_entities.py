@@ -37,7 +37,14 @@ def test_every_record_carries_its_version_fields(engine: Engine, materials: Path
     assert fields <= engine.store.chunks("default", table="sentences")[0].keys()
 
 
-def test_vanished_chunks_leave_tombstones(engine: Engine, tmp_path: Path) -> None:
+def one_chunk_per_section(tmp_path: Path) -> Engine:
+    """These tests follow single chunks across versions: every section its own chunk, however short."""
+    return Engine(tmp_path / "ws-sections", settings=fast_settings(**{"chunking.min_chunk_chars": 0}),
+                  embedder=HashingEmbedder())
+
+
+def test_vanished_chunks_leave_tombstones(tmp_path: Path) -> None:
+    engine = one_chunk_per_section(tmp_path)
     folder = tmp_path / "docs"
     folder.mkdir()
     doc = folder / "a.md"
@@ -51,7 +58,8 @@ def test_vanished_chunks_leave_tombstones(engine: Engine, tmp_path: Path) -> Non
     assert [c["text"] for c in engine.store.chunks("default")] == ["# A\nalpha stays."]
 
 
-def test_unchanged_chunk_keeps_identity_and_vector(engine: Engine, tmp_path: Path) -> None:
+def test_unchanged_chunk_keeps_identity_and_vector(tmp_path: Path) -> None:
+    engine = one_chunk_per_section(tmp_path)
     folder = tmp_path / "docs"
     folder.mkdir()
     doc = folder / "a.md"

@@ -24,6 +24,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from ragloom.enrich.llm_context import STAGE as CONTEXT_STAGE
 from ragloom.errors import ConfigError, NoWorkspaceError, RagloomError, WorkspaceMismatchWarning
 from ragloom.ids import short_id
 from ragloom.ingest.report import Progress as EngineProgress
@@ -160,6 +161,7 @@ class _IngestProgress(_RichProgress):
         self.declared = 0  # texts the batches so far said they would embed
         self.embedded = 0
         self.read_at_batch = 0  # documents read when the last batch started embedding
+        self.contexts = [0, 0]  # chunk contexts written by the model and asked for ([prefix] llm_context)
 
     def stage(self, name: str, total: int | None) -> None:
         if name == "Reading":  # a reindex reads every generation of versions in turn
@@ -167,6 +169,8 @@ class _IngestProgress(_RichProgress):
         elif name == "Embedding":
             self.declared += total or 0
             self.read_at_batch = self.read
+        elif name == CONTEXT_STAGE:
+            self.contexts[1] += total or 0
         self._draw()
 
     def advance(self, name: str, amount: int = 1) -> None:
@@ -174,6 +178,8 @@ class _IngestProgress(_RichProgress):
             self.read += amount
         elif name == "Embedding":
             self.embedded += amount
+        elif name == CONTEXT_STAGE:
+            self.contexts[0] += amount
         self._draw()
 
     def _draw(self) -> None:
@@ -185,8 +191,11 @@ class _IngestProgress(_RichProgress):
         if expected:
             about = "≈" if expected > self.declared else ""
             counts += f", {self.embedded:,}/{about}{expected:,} chunks and sentences embedded"
-        self.progress.update(self.task, completed=self.read + self.embedded, total=documents + expected,
-                             counts=counts, visible=True)
+        written, asked = self.contexts
+        if asked:
+            counts += f", {written:,}/{asked:,} chunk contexts written"
+        self.progress.update(self.task, completed=self.read + self.embedded + written,
+                             total=documents + expected + asked, counts=counts, visible=True)
 
 
 @contextmanager
@@ -791,6 +800,9 @@ def eval_(
     model: Annotated[str | None, typer.Option("--model", help="Embedding model (minilm-static, a folder).")] = None,
     setting: Annotated[list[str] | None, typer.Option("--set", help="A setting over the suite's own, "
                                                       "section.key=value (repeatable; windows suite).")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", help="The suite's own option, name=value "
+                                                     "(repeatable): contextual split=tune, report, all or several, "
+                                                     "comma-separated (default report,all).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure a technique against its baseline; embeddings are cached, so a second run takes seconds."""
@@ -809,13 +821,19 @@ def eval_(
             if not value:
                 raise ConfigError(f"--set {item!r}: write section.key=value, for example sentences.vectors=derived")
             overrides[key.strip()] = _setting_value(value.strip())
+        options = {}
+        for item in option or ():
+            key, _, value = item.partition("=")
+            if not key.strip() or not value.strip():
+                raise ConfigError(f"--option {item!r}: write name=value, for example split=report")
+            options[key.strip()] = value.strip()
         with _progress(not as_json) as bars:
             def say(message: str) -> None:
                 if bars is not None:
                     bars.describe(STEPS, f"{suite}: {message}")
 
             result, paths = run_suite(suite, data=root, out=out, cache=cache, limit=limit, embedding=embedding,
-                                      overrides=overrides, progress=say, tracker=bars)
+                                      overrides=overrides, options=options, progress=say, tracker=bars)
     if as_json:
         _print_json(result.to_dict())
         return

@@ -63,6 +63,20 @@ class PrefixSettings(_Section):
     max_section_chars: int = Field(80, ge=10, description="longer heading paths keep their two ends: A > … > D > E")
     max_title_chars: int = Field(80, ge=10, description="longer titles are cut at a word")
     empty_section: str = Field("Introduction", description="the section named for text before the first heading")
+    llm_context: bool = Field(False, description="add to each chunk's prefix a short context written by the [llm] "
+                                                 "model from the whole document (Anthropic's contextual retrieval); "
+                                                 "cached by content in the workspace, so re-ingest calls no model")
+    llm_context_model: str | None = Field(None, description="llm_context: the model that writes it; empty for "
+                                                            "llm.model (a small, fast model is enough)")
+    llm_context_max_tokens: int = Field(150, ge=16, description="llm_context: tokens the model may write per chunk")
+    llm_context_document_chars: int = Field(
+        60_000, ge=1_000, description="llm_context: a longer document is sent as this many characters around the chunk")
+    llm_context_concurrency: int = Field(4, ge=1, le=32, description="llm_context: requests in flight at once")
+
+    @field_validator("llm_context_model")
+    @classmethod
+    def _empty_model_is_default(cls, value: str | None) -> str | None:
+        return (value.strip() or None) if value is not None else None
 
 
 class DocTypeRuleSettings(_Section):
@@ -104,6 +118,9 @@ class RetrievalSettings(_Section):
                                                  "no chunks (empty: the workspace's own lenses)")
     chunks_per_lens: int = Field(8, ge=1, description="balanced mode")
     split_identifiers: bool = Field(True, description="index the parts of compound identifiers for BM25")
+    sentence_weight: float = Field(0.5, ge=0, le=1, description="vector scores: a chunk's cosine mixed with its "
+                                   "best sentence's, (1 - w) chunk + w sentence (0: the chunk alone; needs the "
+                                   "sentence index)")
     age_decay: bool = Field(False, description="multiply scores by max(floor, 1 - per_year * age in years)")
     age_decay_per_year: float = Field(0.1, ge=0, le=1, description="age decay: score lost per year of age")
     age_decay_floor: float = Field(0.7, ge=0, le=1, description="age decay: the lowest factor")
@@ -127,10 +144,35 @@ class GraphSettings(_Section):
         "roadmap", "priority", "integration", "platform", "api", "customer", "revenue", "churn", "acquisition",
         "catalog", "experience", "engineering", "architecture", "dependency", "milestone",
     ), description="the key-term vocabulary")
+    entity_postings: int = Field(20, ge=2, description="MENTIONS and SHARED_ENTITY: names (titles, headings) held "
+                                 "by more chunks carry no signal")
     initial_limit: int = Field(20, ge=1, description="graph mode: hybrid seeds")
     hops: int = Field(1, ge=1, le=3, description="graph mode: hops of expansion")
-    final_limit: int = Field(50, ge=1, description="graph mode: results after the MMR ranking")
-    mmr_lambda: float = Field(0.7, ge=0, le=1, description="relevance against diversity in the final ranking")
+    final_limit: int = Field(50, ge=1, description="graph mode: results after the final ranking")
+    follow: tuple[str, ...] = Field(("MENTIONS", "TOPIC_OVERLAP"),
+                                    description="graph mode: the edge kinds it follows from the seeds (MENTIONS, "
+                                    "SHARED_ENTITY, SIMILAR_TO, TOPIC_OVERLAP, TEMPORAL_OVERLAP, SAME_SOURCE, "
+                                    "SEQUENTIAL, SAME_LENS; 'all': every kind)")
+    expand_from: int = Field(5, ge=1, description="graph mode: the best seeds whose neighbours are followed")
+    query_entities: bool = Field(True, description="graph mode: the chunks about the titles and headings that the "
+                                 "query names join the seeds")
+    mmr_lambda: float = Field(1.0, ge=0, le=1, description="graph mode: relevance against diversity in the final "
+                              "ranking (1: relevance only)")
+
+    @field_validator("follow", mode="before")
+    @classmethod
+    def _known_kinds(cls, value: object) -> tuple[str, ...]:
+        from ragloom.graph.build import EDGE_TYPES  # the kinds live beside the builder
+
+        names = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else [value]
+        kinds = [str(n).strip().upper() for n in names if str(n).strip() and str(n).strip().lower() != "none"]
+        if "ALL" in kinds:
+            return tuple(EDGE_TYPES)
+        unknown = [k for k in kinds if k not in EDGE_TYPES]
+        if unknown:
+            raise ValueError(f"graph.follow: unknown edge kind {unknown[0]!r}; choose from {', '.join(EDGE_TYPES)}, "
+                             "or 'all'")
+        return tuple(dict.fromkeys(kinds))
     authority: tuple[str, ...] = Field(("your-voice", "business-framework", "team-structured", "team-conversational",
                                         "engineering", "external-analyst"),
                                       description="lenses from most to least authoritative (contradictions, reports)")
@@ -559,13 +601,26 @@ def _explain(exc: ValidationError, files: list[Path]) -> str:
 LEGACY_VALUES: Mapping[str, Mapping[str, Any]] = {"chunking": {"merge_sections": False, "min_chunk_chars": 0}}
 
 
+#: The ``[prefix]`` settings of the LLM-written chunk context (see :func:`index_signature`).
+LLM_CONTEXT_KEYS = ("llm_context", "llm_context_model", "llm_context_max_tokens", "llm_context_document_chars",
+                    "llm_context_concurrency")
+
+
 def index_signature(settings: Settings) -> dict[str, Any]:
     """The settings an index is built with; a change in any of them calls for ``ragloom reindex``."""
     chunking = {key: value for key, value in settings.chunking.model_dump().items()
                 if LEGACY_VALUES["chunking"].get(key, ...) != value}
+    # The LLM context settings are recorded only when it is on, with the model that writes it: a
+    # workspace built before they existed (or with it off) keeps its signature.
+    prefix = settings.prefix.model_dump(exclude=set(LLM_CONTEXT_KEYS))
+    if settings.prefix.llm_context:
+        prefix["llm_context"] = {"provider": settings.llm.provider,
+                                 "model": settings.prefix.llm_context_model or settings.llm.model_name(),
+                                 "max_tokens": settings.prefix.llm_context_max_tokens,
+                                 "document_chars": settings.prefix.llm_context_document_chars}
     signature = {
         "chunking": chunking,
-        "prefix": settings.prefix.model_dump(),
+        "prefix": prefix,
         "doc_types": settings.doc_types.model_dump(),
         "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text,
                       "precision": settings.embedding.precision},

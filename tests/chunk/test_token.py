@@ -107,7 +107,7 @@ def test_small_sections_merge_and_a_heading_over_an_include_joins_its_neighbour(
     text = ("# Guide\n\n## Install\nRun pip install x, then x --version.\n\n"
             "## Upgrade\nRun pip install -U x when a release is out.\n\n"
             "## Create\n.. include:: create.rst\n\n### With venv\n" + "Run python -m venv to make one. " * 20)
-    plain = chunk_text(text, "token", chunk_size=256, chunk_overlap=0)
+    plain = chunk_text(text, "token", chunk_size=256, chunk_overlap=0, min_chunk_chars=0)
     assert [c.section_path[-1] for c in plain] == ["Install", "Upgrade", "Create", "With venv"]
     merged = chunk_text(text, "token", chunk_size=256, chunk_overlap=0, merge_sections=True, min_chunk_chars=60)
     assert [c.section_path for c in merged] == [("Guide",), ("Guide", "Create", "With venv")]

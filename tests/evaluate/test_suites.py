@@ -52,7 +52,7 @@ def test_suite_runs_on_a_slice(suite: str, tmp_path: Path) -> None:
 
 
 def test_unknown_suite_lists_the_valid_ones(tmp_path: Path) -> None:
-    with pytest.raises(UnknownNameError, match="ab, chunking, contextual, windows"):
+    with pytest.raises(UnknownNameError, match="ab, chunking, contextual, multihop, windows"):
         run_suite("vibes", data=tmp_path, out=tmp_path)
 
 

@@ -24,8 +24,8 @@ def write(folder: Path, files: dict[str, str]) -> Path:
 
 def test_the_default_stages_are_an_explicit_ordered_list(engine: Engine) -> None:
     names = [s.name for s in engine.pipeline.stages]
-    assert names == ["load", "parse", "chunk", "enrich", "version", "embed", "quality", "store", "graph"]
-    assert [s.scope for s in default_stages()] == ["document"] * 5 + ["batch"] * 3 + ["run"]
+    assert names == ["load", "parse", "chunk", "enrich", "context", "version", "embed", "quality", "store", "graph"]
+    assert [s.scope for s in default_stages()] == ["document"] * 6 + ["batch"] * 3 + ["run"]
 
 
 def test_stages_are_inserted_by_name_and_checked(engine: Engine, tmp_path: Path) -> None:

@@ -42,7 +42,7 @@ def test_override_without_placeholders_names_the_file(tmp_path: Path) -> None:
 
 
 def test_unknown_and_unsafe_names() -> None:
-    with pytest.raises(UnknownNameError, match="answer, report_section, system"):
+    with pytest.raises(UnknownNameError, match="answer, chunk_context, report_section, system"):
         load_prompt("summary")
     with pytest.raises(InvalidParameterError, match="file stem"):
         load_prompt("../secrets")
@@ -51,3 +51,10 @@ def test_unknown_and_unsafe_names() -> None:
 def test_render_replaces_known_placeholders_only() -> None:
     template = 'Q: {{ question }} / {{unknown}} / {"json": {"braces": 1}}'
     assert render(template, question="why?") == 'Q: why? / {{unknown}} / {"json": {"braces": 1}}'
+
+
+def test_the_chunk_context_prompt_shows_document_and_chunk() -> None:
+    text = load_prompt("chunk_context")
+    assert {"document", "chunk", "title"} <= placeholders(text)
+    shown = render(text, title="Guide", document="WHOLE", chunk="PART")
+    assert shown.index("WHOLE") < shown.index("PART")  # the document first, then the chunk to place in it

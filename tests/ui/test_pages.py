@@ -347,10 +347,11 @@ def test_reindex_from_the_dashboard_clears_the_warning(app: AppTest, workspace: 
     (workspace / "ragloom.toml").write_text("[chunking]\nchunk_size = 256\nchunk_overlap = 32\n", encoding="utf-8")
     at = open_page(app, "dashboard")
     assert any("The index does not match the settings" in w.value for w in at.warning)
+    before = int(metrics(at)["Chunks"].replace(",", ""))
     at.button(key="reindex-dashboard").click()
     run_until(at, lambda a: not a.warning and not a.get("progress"))
     assert fast_engine(workspace).warnings == []
-    assert int(metrics(at)["Chunks"].replace(",", "")) > 85  # smaller chunks, more of them
+    assert int(metrics(at)["Chunks"].replace(",", "")) > before  # smaller chunks, more of them
 
 
 def test_settings_edited_outside_the_app_are_picked_up(app: AppTest, workspace: Path) -> None:

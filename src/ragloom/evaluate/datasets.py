@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +15,10 @@ from ragloom.errors import ConfigError
 
 
 def shared_data(explicit: str | Path | None = None) -> Path:
-    """``explicit``, else ``$RAGLOOM_SHARED_DATA``, else ``../shared/data`` beside the checkout."""
+    """``explicit``, else ``$RAGLOOM_SHARED_DATA``, else ``../shared/data`` beside the checkout.
+    An explicit file is returned as is (a suite that reads one file, ``multihop``, takes it)."""
+    if explicit and Path(explicit).is_file():
+        return Path(explicit)
     candidates = [Path(explicit)] if explicit else []
     if os.environ.get("RAGLOOM_SHARED_DATA"):
         candidates.append(Path(os.environ["RAGLOOM_SHARED_DATA"]))
@@ -150,3 +155,97 @@ def _section(expected: str) -> tuple[str, str]:
     name, _, section = expected.partition("#")
     return name, section
 
+
+
+#: Words a keyword query leaves out: they say nothing about which passage is meant.
+STOPWORDS = frozenset(
+    "a about above after again against all also an and any are as at be because been before being below between both "
+    "but by can could did do does doing down during each either else few for from further had has have having he her "
+    "here hers him his how however if in into is it its itself just may might more most must my no nor not now of "
+    "off on once one only or other our out over own same shall she should so some such than that the their them then "
+    "there these they this those through to too under until up upon us use used uses using very was we were what "
+    "when where whether which while who whom why will with within without would yet you your".split())
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})", re.MULTILINE)
+
+
+def _fenced(text: str) -> list[tuple[int, int]]:
+    """Spans of fenced code blocks (an unclosed fence runs to the end)."""
+    spans, opened = [], None
+    for m in _FENCE.finditer(text):
+        if opened is None:
+            opened = m
+        elif m.group(2)[0] == opened.group(2)[0] and len(m.group(2)) >= len(opened.group(2)):
+            spans.append((opened.start(), m.end()))
+            opened = None
+    if opened is not None:
+        spans.append((opened.start(), len(text)))
+    return spans
+
+
+def keyword_query(sentence: str, document_frequency: Mapping[str, int], *, words: int = 8) -> str:
+    """A question made of a sentence's own words: its ``words`` rarest content words (by
+    document frequency, ties by position), in the order the sentence has them. No paraphrase,
+    so the reference span is the sentence itself."""
+    seen: dict[str, int] = {}
+    for i, m in enumerate(_WORD.finditer(sentence)):
+        w = m.group(0).lower()
+        if len(w) >= 3 and w not in STOPWORDS and w not in seen:
+            seen[w] = i
+    chosen = sorted(seen, key=lambda w: (document_frequency.get(w, 0), seen[w]))[:words]
+    return " ".join(sorted(chosen, key=seen.__getitem__))
+
+
+def load_doc_questions(corpus: Path, *, documents: int = 80, seed: int = 17, min_chars: int = 2_000,
+                       max_chars: int = 40_000, per_document: int = 2, limit: int | None = None) -> ChunkingEval:
+    """Chroma's protocol on the documentation corpus (``get_doc_corpus.sh``), with questions
+    derived mechanically: ``documents`` files drawn with ``seed`` (between ``min_chars`` and
+    ``max_chars``), half from each top folder (``python/``, ``linux/``), ``per_document`` passages
+    of two consecutive prose sentences drawn from each, the passage's rarest content words as the
+    query and the passage as the reference span (as long as Chroma's references, about 270
+    characters, and more than one sentence, so that no chunk size is favoured by construction). Corpora are named by their path under the corpus (``python/...``,
+    ``linux/...``), so results can be split by part: tune on one, report on the other."""
+    import random
+
+    from ragloom.parse.sentences import sentence_spans
+
+    if not corpus.is_dir():
+        raise ConfigError(f"the documentation corpus is not at {corpus}; build it with "
+                          f"'bash ../shared/data/get_doc_corpus.sh {corpus.parent}' or pass --data")
+    rng = random.Random(seed)
+    parts = sorted(p for p in corpus.iterdir() if p.is_dir())
+    chosen = []
+    for part in parts:
+        files = sorted(p for p in part.rglob("*.md") if min_chars <= p.stat().st_size <= max_chars)
+        chosen += sorted(rng.sample(files, min(documents // max(1, len(parts)), len(files))))
+    corpora = {p.relative_to(corpus).as_posix(): p.read_text(encoding="utf-8") for p in chosen}
+    frequency: dict[str, int] = {}
+    for text in corpora.values():
+        for w in {m.group(0).lower() for m in _WORD.finditer(text)}:
+            frequency[w] = frequency.get(w, 0) + 1
+    questions = []
+    for name, text in corpora.items():
+        code = _fenced(text)
+        candidates = []
+        for a, b in sentence_spans(text, 0, len(text), max_chars=2000):
+            sentence = text[a:b]
+            if any(x <= a < y for x, y in code) or not 30 <= len(sentence) <= 400:
+                continue  # prose only: outside code
+            if sentence.lstrip().startswith(("#", "..", ":", "|", ">>>", "$", "-", "*")) or "\n\n" in sentence:
+                continue
+            if "\t" in sentence or "\n " in sentence or "  " in sentence:
+                continue  # a list, a table or a definition, not a wrapped paragraph
+            letters = sum(c.isalpha() for c in sentence)
+            if letters < 0.7 * len(sentence) or len(_WORD.findall(sentence)) < 5:
+                continue
+            candidates.append((a, b))
+        # Two sentences of one paragraph, one after the other.
+        pairs = [(a, d) for (a, b), (c, d) in zip(candidates, candidates[1:], strict=False)
+                 if not text[b:c].strip() and "\n\n" not in text[b:c] and len(_WORD.findall(text[a:d])) >= 14]
+        for a, b in sorted(rng.sample(pairs, min(per_document, len(pairs)))):
+            query = keyword_query(text[a:b], frequency)
+            if len(query.split()) >= 4:
+                questions.append(SpanQuestion(query, name, ((a, b),)))
+    if limit is not None:
+        questions = questions[:limit]
+    return ChunkingEval(corpora, tuple(questions))

@@ -1,4 +1,4 @@
-"""The context graph: six kinds of edge between chunks, built without all-pairs loops."""
+"""The context graph: eight kinds of edge between chunks, built without all-pairs loops."""
 
 from ragloom.graph.build import (
     EDGE_TYPES,
@@ -15,13 +15,16 @@ from ragloom.graph.build import (
     term_counts,
     update_edges,
 )
+from ragloom.graph.entities import MENTIONS, SHARED_ENTITY
 from ragloom.graph.view import ContextGraph, node_attributes
 
 __all__ = [
     "EDGE_TYPES",
+    "MENTIONS",
     "SAME_LENS",
     "SAME_SOURCE",
     "SEQUENTIAL",
+    "SHARED_ENTITY",
     "SIMILAR_TO",
     "TEMPORAL_OVERLAP",
     "TOPIC_OVERLAP",

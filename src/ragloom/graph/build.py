@@ -19,7 +19,16 @@ type                    condition                                   how pairs ar
 ``TEMPORAL_OVERLAP``    a canonical period in common                 inverted index of periods,
                                                                      capped the same way
 ``SEQUENTIAL``          adjacent chunks of one document             sorting
+``MENTIONS``            one chunk's text names what another chunk    the names (titles, headings)
+                        is about (its title or heading), across      keyed by their first words;
+                        documents                                    names held by more than
+                                                                     ``entity_postings`` chunks
+                                                                     skipped
+``SHARED_ENTITY``       two chunks of different documents name the   the same index
+                        same title or heading
 ======================  ==========================================  ===========================
+
+Entity edges are weighted by how specific their name is (:mod:`ragloom.graph.entities`).
 
 Groups above their bound are not lost: :class:`~ragloom.graph.view.ContextGraph` treats their
 members as neighbours when it expands, without storing every pair. Two chunks may hold
@@ -40,10 +49,11 @@ import numpy as np
 
 from ragloom.config import GraphSettings
 from ragloom.embed.base import normalize_rows
+from ragloom.graph.entities import MENTIONS, SHARED_ENTITY, entity_edges
 
 SIMILAR_TO, SAME_SOURCE, SAME_LENS = "SIMILAR_TO", "SAME_SOURCE", "SAME_LENS"
 TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL = "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "SEQUENTIAL"
-EDGE_TYPES = (SIMILAR_TO, SAME_SOURCE, SAME_LENS, TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL)
+EDGE_TYPES = (SIMILAR_TO, SAME_SOURCE, SAME_LENS, TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL, MENTIONS, SHARED_ENTITY)
 #: Weights of the edge types whose weight is fixed (seed 000).
 FIXED_WEIGHTS = {SAME_SOURCE: 1.0, SAME_LENS: 0.5, TEMPORAL_OVERLAP: 1.0, SEQUENTIAL: 1.0}
 #: Up to this many chunks, similar pairs come from an exact blocked search.
@@ -62,6 +72,10 @@ class GraphNode:
     key_terms: tuple[str, ...] = ()
     periods: tuple[str, ...] = ()  # resolved canonical periods only
     vector: Any = field(default=None, repr=False, compare=False)
+    #: Names the chunk is about (its heading; the title, for a document's first chunk) and
+    #: names of other chunks its text mentions (see :mod:`ragloom.graph.entities`).
+    about: tuple[str, ...] = ()
+    mentions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -350,14 +364,15 @@ def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
 
 def build_edges(nodes: Sequence[GraphNode], settings: GraphSettings) -> list[Edge]:
     """Every edge of the graph over ``nodes``."""
-    return [*group_edges(nodes, settings), *overlap_edges(nodes, settings), *similar_edges(nodes, settings)]
+    return [*group_edges(nodes, settings), *overlap_edges(nodes, settings), *similar_edges(nodes, settings),
+            *entity_edges(nodes, settings.entity_postings)]
 
 
 @dataclass
 class Update:
     """An incremental change: which stored edges go, which edges come."""
 
-    remove_touching: set[str]  # chunk ids whose SIMILAR/TOPIC/TEMPORAL edges are recomputed
+    remove_touching: set[str]  # chunk ids whose SIMILAR/TOPIC/TEMPORAL/entity edges are recomputed
     remove_documents: set[str]  # documents whose SEQUENTIAL/SAME_SOURCE edges are recomputed
     remove_lenses: set[str]  # lenses whose SAME_LENS edges are recomputed
     add: list[Edge]
@@ -370,7 +385,9 @@ def update_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, changed
 
     The result equals a full :func:`build_edges` as long as no chunk's ``max_similar`` list
     overflows: a term whose postings crossed ``max_postings`` in either direction brings all
-    its chunks into the recomputation, so the cap means the same as in a full build.
+    its chunks into the recomputation, so the cap means the same as in a full build. Entity
+    edges are weighted by how many chunks hold their name, so ``changed`` must also hold every
+    holder of a name whose holders changed (:func:`~ragloom.graph.entities.changed_holders`).
     """
     position = {n.chunk_id: i for i, n in enumerate(nodes)}
     index = {"key_terms": postings(nodes, "key_terms"), "periods": postings(nodes, "periods")}
@@ -388,6 +405,7 @@ def update_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, changed
         *group_edges(nodes, settings, documents=affected_docs, lenses=affected_lenses),
         *overlap_edges(nodes, settings, only=touched, index=index),
         *similar_edges(nodes, settings, only=touched),
+        *entity_edges(nodes, settings.entity_postings, only=touched),
     ]
     return Update(ids, affected_docs, affected_lenses, add)
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ragloom.graph.build import GraphNode, build_edges, term_counts, update_edges
+from ragloom.graph.entities import changed_holders, with_entities
 from ragloom.graph.view import ContextGraph
 from ragloom.store.schema import GRAPH_NODE_COLUMNS, GRAPH_VIEW_COLUMNS, edge_rows, edges_from_rows, graph_node
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
 #: Above this share of changed chunks an update rebuilds the graph whole (it is as fast).
 REBUILD_SHARE = 0.3
+#: Chunk columns read besides the graph node's, to find what each chunk is about and mentions.
+ENTITY_COLUMNS = ["title", "section_path", "text"]
 
 
 class GraphMaintainer:
@@ -24,13 +27,20 @@ class GraphMaintainer:
     def __init__(self, components: Components) -> None:
         self.c = components
 
-    def _nodes(self, tenant: str) -> tuple[list[GraphNode], dict[str, dict[str, Any]]]:
-        rows = self.c.store.chunks(tenant, columns=GRAPH_NODE_COLUMNS)
-        return [graph_node(r) for r in rows], {r["chunk_id"]: r for r in rows}
+    def _nodes(self, tenant: str, removed: Iterable[Mapping[str, Any]] = ()
+               ) -> tuple[list[GraphNode], dict[str, dict[str, Any]], list[GraphNode]]:
+        """The current chunks as graph nodes, their rows by id, and the ``removed`` rows as
+        nodes too (with what they were about and mentioned, for an update to compare)."""
+        rows = self.c.store.chunks(tenant, columns=[*GRAPH_NODE_COLUMNS, *ENTITY_COLUMNS])
+        gone = [(graph_node(r), r) for r in removed]
+        nodes, gone_nodes = with_entities([graph_node(r) for r in rows], {r["chunk_id"]: r for r in rows}, gone)
+        # The text is needed only to find mentions: it does not stay in memory with the rows.
+        return nodes, {r["chunk_id"]: {k: v for k, v in r.items() if k != "text"} for r in rows}, gone_nodes
 
     def build(self, tenant: str) -> int:
         """Rebuild the tenant's edges from its current chunks; returns the edge count."""
-        return self._rebuild(tenant, *self._nodes(tenant))
+        nodes, rows, _ = self._nodes(tenant)
+        return self._rebuild(tenant, nodes, rows)
 
     def _rebuild(self, tenant: str, nodes: list[GraphNode], rows: dict[str, dict[str, Any]]) -> int:
         edges = build_edges(nodes, self.c.settings.graph)
@@ -40,12 +50,15 @@ class GraphMaintainer:
     def update(self, tenant: str, changed: set[str], removed: Iterable[Mapping[str, Any]]) -> int:
         """Recompute the edges of the chunks that changed (``removed``: the rows that stopped
         being current); a full build when most changed or there are no edges yet."""
-        nodes, rows = self._nodes(tenant)
+        nodes, rows, gone = self._nodes(tenant, [r for r in removed if r["tenant_id"] == tenant])
         store = self.c.store
         changed = {n.chunk_id for n in nodes if n.chunk_id in changed}
         if not store.has_edges(tenant) or len(changed) > REBUILD_SHARE * max(len(nodes), 1):
             return self._rebuild(tenant, nodes, rows)
-        gone = [graph_node(r) for r in removed if r["tenant_id"] == tenant]
+        # Entity edges are weighted by how many chunks hold their name: every holder of a name
+        # whose holders changed (before: the unchanged chunks and the removed ones) is redone.
+        before = [n for n in nodes if n.chunk_id not in changed] + gone
+        redo = changed | {cid for cid in changed_holders(before, nodes) if cid in rows}
         # Term and period counts as they were before the run: what the run changed is taken
         # out and what it removed put back, so postings caps decide as a full build would.
         previous = term_counts(nodes)
@@ -57,7 +70,7 @@ class GraphMaintainer:
                     previous[f"periods:{period}"] -= 1
         for term, count in term_counts(gone).items():
             previous[term] = previous.get(term, 0) + count
-        plan = update_edges(nodes, self.c.settings.graph, changed=changed, removed=gone, previous_terms=previous)
+        plan = update_edges(nodes, self.c.settings.graph, changed=redo, removed=gone, previous_terms=previous)
         store.update_edges(tenant, chunks=plan.remove_touching, documents=plan.remove_documents,
                            lenses=plan.remove_lenses, rows=edge_rows(tenant, plan.add, rows, datetime.now(UTC)))
         return len(plan.add)
@@ -67,7 +80,7 @@ class GraphMaintainer:
         store = self.c.store
 
         def load() -> ContextGraph:
-            rows = store.chunks(tenant, columns=GRAPH_VIEW_COLUMNS)
+            rows = store.chunks(tenant, columns=[*GRAPH_VIEW_COLUMNS, "title"])
             return ContextGraph.from_rows(rows, edges_from_rows(store.edges(tenant)), self.c.settings.graph)
 
         graph: ContextGraph = store.memo(("graph", tenant), load)

@@ -14,6 +14,7 @@ import networkx as nx
 from ragloom.config import GraphSettings
 from ragloom.errors import UnknownChunkError
 from ragloom.graph.build import FIXED_WEIGHTS, SAME_LENS, SAME_SOURCE, Edge
+from ragloom.graph.entities import MENTIONS, NameIndex, about_names, subjects
 from ragloom.ids import is_prefix, pick, short_id
 
 PREVIEW = 200
@@ -26,6 +27,7 @@ def node_attributes(row: Mapping[str, Any]) -> dict[str, Any]:
         "lens": row["lens"],
         "source_path": row["source_path"],
         "source_name": row["source_path"].rsplit("/", 1)[-1],
+        "title": row.get("title") or "",
         "document_id": row["document_id"],
         "chunk_index": int(row["chunk_index"]),
         "total_chunks": int(row["total_chunks"]),
@@ -51,9 +53,16 @@ class ContextGraph:
         self.settings = settings
         self._by_doc: dict[str, list[str]] = defaultdict(list)
         self._by_lens: dict[str, list[str]] = defaultdict(list)
+        entries: list[tuple[str, tuple[str, ...]]] = []
         for node, data in graph.nodes(data=True):
             self._by_doc[data["document_id"]].append(node)
             self._by_lens[data["lens"]].append(node)
+            entries.append((data["document_id"],
+                            about_names(data.get("title") or "", data.get("section_path") or "", data["chunk_index"])))
+        #: Chunks by the subjects they are about (titles, headings: :mod:`ragloom.graph.entities`).
+        ids = list(graph.nodes)
+        self._about = {name: [ids[i] for i in members] for name, members in subjects(entries).items()}
+        self._names: NameIndex | None = None
 
     @classmethod
     def from_rows(cls, rows: Iterable[Mapping[str, Any]], edges: Iterable[Edge], settings: GraphSettings) -> ContextGraph:
@@ -89,6 +98,33 @@ class ContextGraph:
             if whole_lens and len(members) > self.settings.lens_clique_bound:
                 out.extend((m, SAME_LENS, FIXED_WEIGHTS[SAME_LENS]) for m in members if m != node)
         return out
+
+    def follow(self, node: str, kinds: Iterable[str]) -> list[tuple[str, str, float]]:
+        """(neighbour, edge type, weight) over the edges of ``kinds`` only, the implied members
+        of a large document included when ``SAME_SOURCE`` is one (never a whole lens); a
+        ``MENTIONS`` edge only from the chunk that mentions a name to the chunk about it."""
+        if node not in self.graph:
+            return []
+        wanted = set(kinds)
+        out = []
+        for _, nbr, data in self.graph.edges(node, data=True):
+            kind = data["type"]
+            if kind in wanted and (kind != MENTIONS or nbr in data.get("about", ())):
+                out.append((nbr, kind, float(data["weight"])))
+        if SAME_SOURCE in wanted:
+            members = self._by_doc[self.graph.nodes[node]["document_id"]]
+            if len(members) > self.settings.source_clique_bound:
+                out.extend((m, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE]) for m in members if m != node)
+        return out
+
+    def named_in(self, text: str) -> dict[str, list[str]]:
+        """The subjects (titles, headings of one document) that ``text`` mentions, whole words
+        in the same case, each with the chunks about it; a subject more than
+        ``entity_postings`` chunks are about is left out."""
+        if self._names is None:
+            cap = self.settings.entity_postings
+            self._names = NameIndex(name for name, members in self._about.items() if len(members) <= cap)
+        return {name: list(self._about[name]) for name in sorted(self._names.find(text))}
 
     def stats(self) -> dict[str, Any]:
         g = self.graph

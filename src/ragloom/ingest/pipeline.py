@@ -83,6 +83,11 @@ class IngestPipeline:
         started = time.perf_counter()
         progress = progress or Progress()
         report = report or IngestReport()
+        for stage in self.stages:
+            # A stage may check its configuration (an LLM client) before any file is read.
+            prepare = getattr(stage, "prepare", None)
+            if callable(prepare):
+                prepare(self.c)
         with self.c.store.writer(on_wait=progress.message):
             store = self.c.store
             run = IngestRun(self.c, report, progress, at or datetime.now(UTC),

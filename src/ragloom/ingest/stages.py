@@ -7,6 +7,7 @@ load       document  reads the file, skips it if unchanged (and whole), converts
 parse      document  sections, and entity mentions (protected from chunk cuts)
 chunk      document  chunks by the configured strategy; sentences for the index
 enrich     document  prefixes, hashes and ids; entities, key terms, time references
+context    document  with prefix.llm_context: a context from the [llm] model in each prefix
 version    document  matches the previous version's rows: kept, reused, to embed
 embed      batch     vectors for what needs them, in sub-batches with progress
 quality    batch     chunk quality (needs the sentence vectors)
@@ -26,16 +27,17 @@ from __future__ import annotations
 import bisect
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from ragloom.chunk import Chunker
 from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.embed import HashingEmbedder
-from ragloom.enrich import content_hash, enrich_chunks
+from ragloom.enrich import content_hash, enrich_chunks, llm_context
 from ragloom.enrich.entities import entities_per_chunk
 from ragloom.enrich.keyterms import extract_key_terms
+from ragloom.enrich.llm_context import ChunkContextWriter
 from ragloom.enrich.quality import assess_chunks
 from ragloom.enrich.search_text import search_text
 from ragloom.enrich.timeref import extract_time_refs, time_labels
@@ -48,6 +50,9 @@ from ragloom.parse.sentences import sentence_spans
 from ragloom.store.plan import CHUNKS, SENTENCES, Track, plan_track, summary_of, track_rows
 from ragloom.store.schema import document_row, mention_rows
 from ragloom.versions import DELETE
+
+if TYPE_CHECKING:
+    from ragloom.components import Components
 
 Scope = Literal["document", "batch", "run"]
 
@@ -288,6 +293,41 @@ class Enrich(_Timed):
         return items
 
 
+class ChunkContext(_Timed):
+    """With ``[prefix] llm_context``: each chunk's prefix gets a short context that the ``[llm]``
+    model writes from the whole document (:mod:`ragloom.enrich.llm_context`), cached by content
+    so that re-ingest calls no model; a call that fails after its retries fails the document."""
+
+    name = "context"
+    scope: ClassVar[Scope] = "document"
+
+    def __init__(self) -> None:
+        self._writer: tuple[object, ChunkContextWriter] | None = None
+
+    def prepare(self, components: Components) -> None:
+        """Build the model client before any file is read: no provider or no key stops the
+        ingest at once with one message, instead of failing every document with it."""
+        if llm_context.wanted(components.settings):
+            self._writer_for(components)
+
+    def _writer_for(self, components: Components) -> ChunkContextWriter:
+        if self._writer is None or self._writer[0] is not components:
+            writer = ChunkContextWriter.from_settings(components.settings, components.workspace.path,
+                                                      components.workspace.cache_path)
+            self._writer = (components, writer)
+        return self._writer[1]
+
+    def run(self, items: list[Work], run: IngestRun) -> list[Work]:
+        c = run.components
+        if not llm_context.wanted(c.settings):
+            return items
+        writer = self._writer_for(c)
+        for item in items:
+            item.chunks = writer.apply(item.doc, item.chunks, separator=c.settings.prefix.separator,
+                                       progress=run.progress)
+        return items
+
+
 class Version(_Timed):
     """Each track matched against the previous version's rows: what stays, whose vector is
     reused, what must be embedded."""
@@ -519,4 +559,4 @@ class Graph(_Timed):
 
 def default_stages() -> list[Stage]:
     """The stages of a local ingest, in order."""
-    return [Load(), Parse(), Chunk(), Enrich(), Version(), Embed(), Quality(), Store(), Graph()]
+    return [Load(), Parse(), Chunk(), Enrich(), ChunkContext(), Version(), Embed(), Quality(), Store(), Graph()]

@@ -177,7 +177,7 @@ def parse_sections(text: str) -> list[Section]:
 #: Defaults of the token and boundary strategies (and of ``[chunking]``): join small sibling
 #: sections, and a section under this many characters joins its neighbour.
 MERGE_SECTIONS = False
-MIN_CHUNK_CHARS = 0
+MIN_CHUNK_CHARS = 150
 
 
 def _joined_path(a: tuple[str, ...], b: tuple[str, ...], *, siblings: bool) -> tuple[str, ...]:

@@ -8,7 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ragloom.config import Settings
 from ragloom.retrieve.base import ModeOptions, SearchRequest, define, reciprocal_rank_fusion, to_scored
+from ragloom.retrieve.lift import POOL, lift_rows
+from ragloom.store.plan import SENTENCES
 from ragloom.types import ScoredChunk
 
 
@@ -16,6 +19,13 @@ from ragloom.types import ScoredChunk
 class SearchOptions(ModeOptions):
     #: Return each result's vector too (``ScoredChunk.vector``).
     with_vectors: bool = False
+    #: A chunk's vector score mixed with its best sentence's (``retrieval.sentence_weight``;
+    #: 0: the chunk's own cosine; see :mod:`ragloom.retrieve.lift`).
+    sentence_weight: float = 0.5
+
+    @classmethod
+    def defaults(cls, settings: Settings) -> dict[str, Any]:
+        return {"sentence_weight": settings.retrieval.sentence_weight}
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +36,15 @@ class HybridOptions(SearchOptions):
 
 def _vector_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str, Any]]:
     vector = req.vector
+    weight = req.options_as(SearchOptions).sentence_weight
+    lift = weight > 0 and req.store.has_table(SENTENCES)
     with req.timed("vector search"):
-        return req.store.vector_search(req.tenant, vector, k, lenses=req.lenses, as_of=req.as_of, dated=req.dated,
-                                       with_vectors=with_vectors)
+        rows = req.store.vector_search(req.tenant, vector, max(k, POOL) if lift else k, lenses=req.lenses,
+                                       as_of=req.as_of, dated=req.dated, with_vectors=with_vectors)
+    if not lift:
+        return rows
+    with req.timed("sentence lift"):
+        return lift_rows(req, rows, k, weight=weight, with_vectors=with_vectors)
 
 
 def _text_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str, Any]]:
@@ -59,7 +75,15 @@ def search_both(req: SearchRequest, k: int, with_vectors: bool) -> tuple[list[di
 def vector(req: SearchRequest) -> list[ScoredChunk]:
     """Cosine similarity of the query and chunk embeddings."""
     rows = _vector_rows(req, req.limit, req.options_as(SearchOptions).with_vectors)
-    return [to_scored(r, r["_score"], "vector") for r in rows]
+    return [to_scored(r, r["_score"], "vector", scores=_parts(r)) for r in rows]
+
+
+def _parts(row: Mapping[str, Any]) -> dict[str, float]:
+    """The chunk's own cosine and its best sentence's, when the sentence lift scored it."""
+    if "_chunk_score" not in row:
+        return {}
+    return {"vector": float(row["_score"]), "chunk": float(row["_chunk_score"]),
+            "sentence": float(row["_sentence_score"])}
 
 
 @define("bm25", options=SearchOptions)

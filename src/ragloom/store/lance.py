@@ -55,7 +55,7 @@ UNINDEXED_ROWS_BEFORE_INDEXING = 5000
 #: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
 TEXT_MEMO_CHARS = 64_000_000
 #: Edge types recomputed per chunk, per document and per lens on an incremental update.
-_PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP")
+_PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "MENTIONS", "SHARED_ENTITY")
 _PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
 #: Where the store keeps its lock, commit record and pending marker, beside the tables.
 STATE_DIR = "_ragloom"

@@ -1,8 +1,8 @@
 """The prompts the LLM writer sends, kept as Markdown files beside this module.
 
 A user overrides one by putting a file of the same name in ``<workspace>/prompts/``
-(``answer.md``, ``report_section.md``, ``system.md``). Placeholders are written ``{{name}}``
-(double braces, so that a prompt may show JSON or code with single braces).
+(``answer.md``, ``report_section.md``, ``system.md``, ``chunk_context.md``). Placeholders are
+written ``{{name}}`` (double braces, so that a prompt may show JSON or code with single braces).
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "system": (),
     "answer": ("question", "sources"),
     "report_section": ("query", "sources"),
+    # The context of a chunk for its search prefix (``[prefix] llm_context``).
+    "chunk_context": ("document", "chunk"),
 }
 PROMPT_NAMES = tuple(REQUIRED)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")

@@ -1,0 +1,76 @@
+"""The documentation-corpus questions: derived mechanically, reproducible, their spans exact."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ragloom.errors import ConfigError
+from ragloom.evaluate.chunking import recall_at, recursive_frontier
+from ragloom.evaluate.datasets import STOPWORDS, keyword_query, load_doc_questions
+
+PROSE = ("The scheduler keeps a runnable queue for every processor in the machine. When a task wakes up, "
+         "the kernel places it on the queue of the processor that ran it last.\n\n")
+
+
+def corpus(root: Path) -> Path:
+    for part, topic in (("python", "interpreter"), ("linux", "kernel")):
+        for i in range(3):
+            folder = root / part / "guide"
+            folder.mkdir(parents=True, exist_ok=True)
+            body = "".join(PROSE.replace("kernel", f"{topic} {i} {j}") for j in range(14))
+            code = "```\nThe code block holds a sentence that is long enough to be chosen but never is.\n```\n\n"
+            (folder / f"page{i}.md").write_text(f"# Page {i}\n\n{code}{body}", encoding="utf-8")
+    return root
+
+
+def test_questions_come_from_two_sentences_of_prose_with_exact_spans(tmp_path: Path) -> None:
+    data = load_doc_questions(corpus(tmp_path), documents=6, min_chars=100, seed=3)
+    assert len(data.corpora) == 6 and {name.split("/")[0] for name in data.corpora} == {"python", "linux"}
+    assert data.questions and all(len(q.references) == 1 for q in data.questions)
+    for q in data.questions:
+        (a, b), = q.references
+        passage = data.corpora[q.corpus][a:b]
+        assert passage.count(". ") >= 1 and "```" not in passage and "code block" not in passage
+        words = q.question.split()
+        assert 4 <= len(words) <= 8 and all(w in passage.lower() for w in words)
+        assert not set(words) & STOPWORDS
+    again = load_doc_questions(corpus(tmp_path), documents=6, min_chars=100, seed=3)
+    assert again == data  # seeded: the same questions every time
+
+
+def test_a_keyword_query_keeps_the_rarest_words_in_their_order() -> None:
+    frequency = {"scheduler": 1, "keeps": 7, "runnable": 1, "queue": 2, "every": 8, "processor": 5, "machine": 9}
+    query = keyword_query("The scheduler keeps a runnable queue for every processor in the machine.", frequency,
+                          words=4)
+    assert query == "scheduler runnable queue processor"  # the four rarest, in the sentence's order
+
+
+def test_a_missing_corpus_says_how_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="get_doc_corpus.sh"):
+        load_doc_questions(tmp_path / "nowhere")
+
+
+def test_the_recursive_frontier_compares_at_equal_iou() -> None:
+    points = [(23.0, 80.0), (20.0, 90.0), (14.0, 92.0), (13.0, 91.0), (6.0, 90.0)]  # (IoU, recall)
+    frontier = recursive_frontier(points)
+    assert frontier == ([14.0, 20.0, 23.0], [92.0, 90.0, 80.0])  # dominated configurations drop out
+    assert recall_at(frontier, 17.0, 6.0) == pytest.approx(91.0)  # interpolated
+    assert recall_at(frontier, 10.0, 6.0) == 92.0  # below: the best recall at that IoU or higher
+    assert recall_at(frontier, 5.0, 6.0) is None and recall_at(frontier, 24.0, 6.0) is None  # nothing measured
+
+
+def test_the_chunking_suite_runs_on_the_documentation_corpus_by_part(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("matplotlib")
+    from ragloom.embed import HashingEmbedder
+    from ragloom.evaluate import run_suite
+
+    folder = corpus(tmp_path / "corpus")
+    result, _ = run_suite("chunking", data=tmp_path, out=tmp_path / "out", embedder=HashingEmbedder(),
+                          options={"dataset": "docs", "corpus": str(folder)})
+    assert {"recall python", "iou python", "recall linux", "iou linux", "vs recursive"} <= set(result.columns)
+    lifted = next(r for r in result.rows if r["configuration"] == "ragloom boundary 400 + sentence lift")
+    assert 0 <= lifted["recall python"] <= 100 and lifted["vs recursive"] != ""
+    assert any(n.startswith("Dataset: docs") for n in result.notes)
