@@ -54,7 +54,7 @@ def rankings(template: str | None, queries: Sequence[str], *, split_queries: boo
     data = load_contextual(SHARED)
     docs, spans, uuid_of = suite.documents(data)
     embedder = embedder_from_settings(EmbeddingSettings().model_copy(update={"cache": True}), default_cache())
-    settings = suite._settings("contextual")
+    settings = suite._settings("contextual", {})
     if template is not None:
         settings = settings.with_overrides(prefix__template=template)
     with tempfile.TemporaryDirectory() as tmp:
@@ -65,7 +65,8 @@ def rankings(template: str | None, queries: Sequence[str], *, split_queries: boo
         where = {r["chunk_id"]: (uuid_of[r["document_id"]], int(r["chunk_index"])) for r in rows}
         out = []
         for q in queries:
-            vector = store.vector_search("default", embedder.embed_query(q), DEPTH)
+            # The vector ranking as the vector mode makes it (each chunk with its best sentence).
+            vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(q, mode="vector", k=DEPTH)]
             text = store.text_search("default", search_text(q) if split_queries else q, DEPTH)
             out.append((vector, text))
     return out, where

@@ -32,7 +32,9 @@ BENCHMARKS = [
     ("contextual_tuning", ["bench/contextual_tuning.py"], False),
     *((f"eval {suite}", ["-m", "ragloom.cli", "eval", suite, "--out", "docs/eval",
                          *(["--option", "split=tune,report,all"] if suite == "contextual" else [])], False)
-      for suite in ("chunking", "contextual", "ab", "windows")),
+      for suite in ("chunking", "contextual", "multihop", "ab", "windows")),
+    ("eval chunking docs", ["-m", "ragloom.cli", "eval", "chunking", "--option", "dataset=docs",
+                            "--out", "docs/eval/docs"], True),
 ]
 
 

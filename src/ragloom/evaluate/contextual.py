@@ -126,11 +126,12 @@ def documents(data: ContextualEval) -> tuple[list[Document], dict[str, list[Pres
     return docs, spans, uuid_of
 
 
-def _settings(embed_text: str) -> Settings:
+def _settings(embed_text: str, overrides: Mapping[str, Any]) -> Settings:
+    """The default settings but the embedded text and the code prefix's room (and ``--set``)."""
     return Settings.load(environ={}, overrides={
-        "embedding.embed_text": embed_text, "embedding.cache": False,
-        "sentences.enabled": False, "entities.enabled": False,
+        "embedding.embed_text": embed_text, "embedding.cache": False, "entities.enabled": False,
         "prefix.empty_section": "top level", "prefix.max_section_chars": 120, "prefix.max_title_chars": 120,
+        **overrides,
     })
 
 
@@ -197,7 +198,7 @@ def run(ctx: EvalContext, *, split: str = DEFAULT_SPLIT) -> SuiteResult:
     with tempfile.TemporaryDirectory() as tmp:
         for embed_text in ("naked", "contextual"):
             ctx.progress(f"ingesting ({embed_text})")
-            engine = Engine(Path(tmp) / embed_text, settings=_settings(embed_text), embedder=ctx.embedder)
+            engine = Engine(Path(tmp) / embed_text, settings=_settings(embed_text, ctx.overrides), embedder=ctx.embedder)
             engine.add_documents(docs, spans=spans, progress=ctx.tracker)
             # (label, retrieval mode, options: the mode's own, ``optimise`` or ``rrf_k``, a setting)
             variants: list[tuple[str, str, dict[str, Any]]] = [("dense", "vector", {}), ("BM25", "bm25", {}),
@@ -212,7 +213,8 @@ def run(ctx: EvalContext, *, split: str = DEFAULT_SPLIT) -> SuiteResult:
                 options = dict(options)
                 rrf = options.pop("rrf_k", None)
                 tuned = engine if not rrf else Engine(engine.workspace.path, embedder=ctx.embedder,
-                                                      settings=_settings(embed_text).with_overrides(retrieval__rrf_k=rrf))
+                                                      settings=_settings(embed_text, ctx.overrides).with_overrides(
+                                                          retrieval__rrf_k=rrf))
                 scores = evaluate(tuned, queries, uuid_of, mode, **options)
                 measured.append(Measured(
                     name, {h: {k: _mean([scores[k][j] for j in members[h]]) for k in KS} for h in shown},
