@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -12,6 +14,9 @@ from hypothesis import HealthCheck, settings
 from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
+
+if TYPE_CHECKING:
+    from tests.synthesise.fake_llm import FakeLLMServer
 
 ROOT = Path(__file__).resolve().parents[1]
 MATERIALS = ROOT / "examples" / "materials"
@@ -58,3 +63,15 @@ def engine(tmp_path: Path) -> Engine:
 @pytest.fixture(scope="session")
 def materials() -> Path:
     return MATERIALS
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """A local HTTP server speaking the Anthropic and OpenAI APIs (tests/synthesise/fake_llm.py)."""
+    from tests.synthesise.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import time
 from datetime import UTC, datetime
@@ -311,7 +312,10 @@ def test_real_model_finds_the_expected_sections(tmp_path: Path, materials: Path)
     }
     for question, section in expectations.items():
         result = engine.query(question, k=5, mode="hybrid")
-        assert any(r.section_path and r.section_path[-1] == section for r in result), (question, [r.section_path for r in result])
+        # The section's own chunk, or a chunk it joined (a section under chunking.min_chunk_chars).
+        found = [r for r in result if (r.section_path and r.section_path[-1] == section)
+                 or re.search(rf"^#+ {re.escape(section)}$", r.text, re.MULTILINE)]
+        assert found, (question, [r.section_path for r in result])
 
 
 def test_a_document_missing_chunks_is_not_unchanged(engine: Engine, tmp_path: Path) -> None:

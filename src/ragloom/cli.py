@@ -68,14 +68,14 @@ def _engine(workspace: Path | None, config: Path | None = None, *, create: bool 
     the web app and the HTTP API) may bring a workspace folder into being; the others say
     that there is none rather than make an empty one."""
     from ragloom.engine import Engine  # not at the top: --help should not load the engine
-    from ragloom.workspace import resolve_workspace
+    from ragloom.workspace import Workspace
 
-    path = resolve_workspace(workspace)
-    if not create and not path.is_dir():
-        raise NoWorkspaceError(f"there is no workspace at {path}: ingest documents into it first "
-                               f"('ragloom ingest PATH --lens NAME --workspace {path}', which makes it), "
+    space = Workspace(workspace)  # a folder, or s3://bucket/prefix (a Path folds its // into /)
+    if not create and not space.exists():
+        raise NoWorkspaceError(f"there is no workspace at {space}: ingest documents into it first "
+                               f"('ragloom ingest PATH --lens NAME --workspace {space}', which makes it), "
                                "or name another with --workspace or RAGLOOM_WORKSPACE")
-    return Engine(path, config_file=config)
+    return Engine(space, config_file=config)
 
 
 @contextmanager
@@ -232,13 +232,20 @@ def ingest(
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
+    runner: Annotated[str, typer.Option("--runner", help="local (this process) or ray (the same stages on a Ray "
+                                        "cluster; pip install 'ragloom[distributed]').")] = "local",
+    address: Annotated[str | None, typer.Option("--address", help="With --runner ray: the cluster (ray://host:10001 "
+                                                "or auto); default: a local Ray on this machine's cores.")] = None,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="With --runner ray: embedding actors, one "
+                                                "model each (default: the cores, or the cluster's GPUs).")] = None,
 ) -> None:
     """Read documents into the workspace under a lens. Exit status 1 if any file failed."""
     with _errors():
         engine = _engine(workspace, config, create=True)
         _print_warnings(engine.warnings)
         with _ingest_progress(not as_json) as progress:
-            report = engine.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress)
+            report = engine.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress, runner=runner,
+                                   address=address, workers=workers)
     if as_json:
         _print_json(report.to_dict())
     else:
@@ -789,7 +796,7 @@ def contradictions(
 
 @app.command("eval")
 def eval_(
-    suite: Annotated[str, typer.Argument(help="chunking, contextual, ab or windows.")],
+    suite: Annotated[str, typer.Argument(help="chunking, contextual, multihop, ab or windows.")],
     out: Annotated[Path, typer.Option("--out", help="Where the JSON, Markdown and PNG files go.")] = Path("eval-out"),
     data: Annotated[Path | None, typer.Option("--data", help="The evaluation data (default: ../shared/data).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Use only the first N questions.")] = None,
@@ -1001,9 +1008,14 @@ def init(
 ) -> None:
     """Make a workspace with a commented ragloom.toml: every setting at its default, with what it does."""
     from ragloom.configfile import init_workspace
+    from ragloom.store.remote import is_remote
     from ragloom.workspace import resolve_workspace
 
     with _errors():
+        if is_remote(path or workspace):
+            raise NoWorkspaceError(f"ragloom init writes a local folder; a workspace on object storage reads its "
+                                   f"settings from {path or workspace}/ragloom.toml: write one with 'ragloom init "
+                                   "FOLDER' and upload it there")
         written = init_workspace(resolve_workspace(path or workspace), force=force)
     console.print(f"wrote {escape(str(written))}: uncomment a line to set it; then "
                   f"'ragloom ingest PATH --lens NAME --workspace {escape(str(written.parent))}'")

@@ -37,6 +37,9 @@ class Components:
         self.workspace = workspace
         self.settings = settings
         self._embedder = windowed(embedder) if embedder is not None else None
+        #: The embedder given to the engine (None: built from the settings where it is needed,
+        #: as each worker of a distributed ingest does).
+        self.given_embedder = embedder
         self._store: LanceStore | None = None
         self._lock = threading.Lock()
         #: Set while ``reindex`` runs: an outdated workspace may be opened to be rebuilt.
@@ -68,11 +71,11 @@ class Components:
             if self._store is None:
                 if self.workspace.outdated() and not self.reindexing:
                     raise StoreError(
-                        f"the workspace {self.workspace.path} was written by an older ragloom (format "
+                        f"the workspace {self.workspace} was written by an older ragloom (format "
                         f"{(self.workspace.manifest() or {}).get('format', 1)}); run 'ragloom reindex' to rebuild it"
                     )
                 w, r = self.settings.workspace, self.settings.retrieval
-                self._store = LanceStore(self.workspace.store_path, lock_timeout=w.lock_timeout,
+                self._store = LanceStore(self.workspace.store_location, lock_timeout=w.lock_timeout,
                                          version_retention=w.version_retention,
                                          ann=AnnSettings(r.ann_min_rows, r.ann_index, r.ann_nprobes, r.ann_refine_factor))
             store = self._store
@@ -114,10 +117,10 @@ class Components:
         names = ", ".join(shown(lens) for lens in unknown)
         if not present:
             raise InvalidParameterError(
-                f"lens {names}: the workspace {self.workspace.path} (tenant {tenant!r}) has no documents{when}; "
+                f"lens {names}: the workspace {self.workspace} (tenant {tenant!r}) has no documents{when}; "
                 "ingest some with 'ragloom ingest PATH --lens NAME'")
         raise InvalidParameterError(
-            f"the workspace {self.workspace.path} (tenant {tenant!r}) has no lens {names}{when}; "
+            f"the workspace {self.workspace} (tenant {tenant!r}) has no lens {names}{when}; "
             f"its lenses are: {', '.join(sorted(present))}")
 
     def load(self, path: str | Path, *, lens: str = "default", tenant: str | None = None,

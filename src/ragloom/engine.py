@@ -54,9 +54,9 @@ class Engine:
     ``max_tokens``).
     """
 
-    def __init__(self, workspace: str | Path | None = None, *, settings: Settings | None = None,
+    def __init__(self, workspace: str | Path | Workspace | None = None, *, settings: Settings | None = None,
                  embedder: Embedder | None = None, config_file: str | Path | None = None) -> None:
-        space = Workspace(workspace)
+        space = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
         self.components = Components(space, settings or Settings.load(space.path, config_file=config_file),
                                      embedder=embedder)
         #: The ingest stages, in order: insert your own with ``engine.pipeline.insert(stage, after="parse")``.
@@ -144,7 +144,8 @@ class Engine:
     # -- writes ----------------------------------------------------------------------------------
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
-               sync: bool = False, progress: Progress | None = None) -> IngestReport:
+               sync: bool = False, progress: Progress | None = None, runner: str = "local",
+               address: str | None = None, workers: int | None = None) -> IngestReport:
         """Read every supported file under ``paths`` into the store under ``lens``.
 
         Unchanged files (same bytes, same lens, every chunk present) are skipped before
@@ -152,9 +153,16 @@ class Engine:
         file that fails is reported and skipped; the others land. With ``sync``, documents of
         this lens under the given folders whose files are gone are marked deleted. Another
         writer of the workspace is waited for (``workspace.lock_timeout``).
+
+        ``runner="ray"`` runs the same stages on Ray (``pip install 'ragloom[distributed]'``):
+        on the cluster at ``address``, else on a local Ray started for the call, with
+        ``workers`` embedding actors (see :mod:`ragloom.ingest.distributed`).
         """
+        from ragloom.ingest.distributed import runner as runner_named
+
+        chosen = runner_named(runner, address=address, workers=workers)
         self._warn()
-        return self.pipeline.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress)
+        return self.pipeline.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress, runner=chosen)
 
     def add_documents(self, documents: Sequence[Document], *, spans: Mapping[str, Sequence[PresetSpan]] | None = None,
                       progress: Progress | None = None) -> IngestReport:
@@ -269,7 +277,7 @@ class Engine:
         manifest = self.workspace.manifest() or {}
         signature = manifest.get("signature") or {}
         return {
-            "workspace": str(self.workspace.path),
+            "workspace": str(self.workspace),
             "tenant": tenant,
             **self.store.stats(tenant),
             "embedder": manifest.get("embedder"),

@@ -135,6 +135,10 @@ class WorkspaceLockedError(StoreError):
         )
 
 
+class DistributedIngestError(RagloomError):
+    """An ingest on Ray failed (a worker died past its retries, the cluster went away)."""
+
+
 class WorkspaceMismatchWarning(UserWarning):
     """The workspace was built with other chunk or embedding parameters than the current ones."""
 

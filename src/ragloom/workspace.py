@@ -2,6 +2,12 @@
 
 ``<workspace>/index.json`` records the settings the index was built with (see
 :func:`ragloom.config.index_signature`), the embedder and its dimension.
+
+A workspace may also live on object storage (``s3://bucket/prefix``; see
+:mod:`ragloom.store.remote`): the tables, the manifest, the commit records and the lock are
+objects there, and ``ragloom.toml`` and the gazetteer are read from there. What is only a
+cache (embedding vectors by text) or output (saved reports) stays in a local folder that
+stands for the workspace on this machine (:func:`~ragloom.store.remote.mirror_folder`).
 """
 
 from __future__ import annotations
@@ -12,26 +18,75 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragloom.config import DEFAULT_WORKSPACE, Settings, index_signature, signature_differences
+from ragloom.config import CONFIG_FILENAME, DEFAULT_WORKSPACE, Settings, index_signature, signature_differences
+from ragloom.store.remote import ObjectFiles, is_remote, join, mirror_folder, normalize
 
 MANIFEST = "index.json"
 #: The layout of the workspace's tables. 2 added the search_text column, neighbour ids,
 #: the sentences, mentions and edges tables.
 FORMAT = 2
+#: Files of a workspace on object storage that are read from there when it is opened.
+PULLED = (CONFIG_FILENAME, "entities.toml", "entities.yaml", "entities.yml")
 
 
 def resolve_workspace(path: str | Path | None = None) -> Path:
-    """``path``, else ``$RAGLOOM_WORKSPACE``, else ``./ragloom-data``."""
-    return Path(path or os.environ.get("RAGLOOM_WORKSPACE") or DEFAULT_WORKSPACE)
+    """``path``, else ``$RAGLOOM_WORKSPACE``, else ``./ragloom-data``; for a workspace on object
+    storage, its local folder, with its settings copied from there."""
+    location = workspace_location(path)
+    return Workspace(location).path if isinstance(location, str) else location
+
+
+def workspace_location(path: str | Path | None = None) -> str | Path:
+    """Like :func:`resolve_workspace`, but an object-storage URI stays a URI (``s3://b/p``)."""
+    raw = path or os.environ.get("RAGLOOM_WORKSPACE") or DEFAULT_WORKSPACE
+    return normalize(raw) if is_remote(raw) else Path(raw)
 
 
 class Workspace:
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = resolve_workspace(path)
+        location = workspace_location(path)
+        #: Whether the workspace is on object storage (then :attr:`path` is its local stand-in).
+        self.remote = isinstance(location, str)
+        self._files: ObjectFiles | None = None
+        if isinstance(location, str):
+            self.uri = location
+            self.path = mirror_folder(location)
+            self._files = ObjectFiles(location)
+            self._pull()
+        else:
+            self.path = location
+            self.uri = str(location)
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def _pull(self) -> None:
+        """The settings and the gazetteer of a remote workspace, copied into its local folder
+        (a copy that is gone there is removed here)."""
+        assert self._files is not None
+        self.path.mkdir(parents=True, exist_ok=True)
+        for name in PULLED:
+            found = self._files.read(name)
+            local = self.path / name
+            if found is None:
+                local.unlink(missing_ok=True)
+            else:
+                local.write_bytes(found[0])
+
+    def exists(self) -> bool:
+        """Whether there is a workspace here (a folder; on object storage, any object)."""
+        if self._files is not None:
+            return self._files.any()
+        return self.path.is_dir()
 
     @property
     def store_path(self) -> Path:
         return self.path / "lancedb"
+
+    @property
+    def store_location(self) -> str | Path:
+        """Where the tables are: ``<workspace>/lancedb``, a folder or a URI."""
+        return join(self.uri, "lancedb") if self.remote else self.store_path
 
     @property
     def cache_path(self) -> Path:
@@ -43,6 +98,12 @@ class Workspace:
 
     def manifest(self) -> dict[str, Any] | None:
         try:
+            if self._files is not None:
+                found = self._files.read(MANIFEST)
+                if found is None:
+                    return None
+                remote: dict[str, Any] = json.loads(found[0])
+                return remote
             data: dict[str, Any] = json.loads(self.manifest_path.read_text(encoding="utf-8"))
             return data
         except FileNotFoundError:
@@ -61,12 +122,18 @@ class Workspace:
             "dim": dim,
             "signature": index_signature(settings),
         }
+        if self._files is not None:
+            self._files.write(MANIFEST, (json.dumps(data, indent=2) + "\n").encode("utf-8"))
+            return
         self.path.mkdir(parents=True, exist_ok=True)
         tmp = self.manifest_path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
         tmp.replace(self.manifest_path)
 
     def forget(self) -> None:
+        if self._files is not None:
+            self._files.delete(MANIFEST)
+            return
         self.manifest_path.unlink(missing_ok=True)
 
     def outdated(self) -> bool:
@@ -80,7 +147,7 @@ class Workspace:
         if manifest is None:
             return []
         if manifest.get("corrupt"):
-            return [f"{self.manifest_path} is unreadable"]
+            return [f"{join(self.uri, MANIFEST) if self.remote else self.manifest_path} is unreadable"]
         diffs = signature_differences(manifest.get("signature", {}), index_signature(settings))
         if embedder is not None and manifest.get("embedder") not in (None, embedder):
             diffs.append(f"embedder: {manifest.get('embedder')} -> {embedder}")
@@ -90,5 +157,5 @@ class Workspace:
         diffs = self.mismatches(settings, embedder=embedder)
         if not diffs:
             return None
-        return (f"The index in {self.path} was built with other settings than the current ones "
+        return (f"The index in {self} was built with other settings than the current ones "
                 f"({', '.join(diffs)}): run 'ragloom reindex' to rebuild it with them.")

@@ -47,15 +47,6 @@ Ships arriving after dark wait at the outer anchorage until the pilot launch com
 """
 
 
-@pytest.fixture
-def llm_server() -> Iterator[FakeLLMServer]:
-    server = FakeLLMServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
 def _settings(provider: str, server: FakeLLMServer, **more: object) -> Settings:
     return fast_settings(**{
         "chunking.strategy": "boundary", "chunking.min_size": 20, "chunking.target_size": 60,

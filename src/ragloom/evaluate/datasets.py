@@ -166,21 +166,6 @@ STOPWORDS = frozenset(
     "there these they this those through to too under until up upon us use used uses using very was we were what "
     "when where whether which while who whom why will with within without would yet you your".split())
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
-_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})", re.MULTILINE)
-
-
-def _fenced(text: str) -> list[tuple[int, int]]:
-    """Spans of fenced code blocks (an unclosed fence runs to the end)."""
-    spans, opened = [], None
-    for m in _FENCE.finditer(text):
-        if opened is None:
-            opened = m
-        elif m.group(2)[0] == opened.group(2)[0] and len(m.group(2)) >= len(opened.group(2)):
-            spans.append((opened.start(), m.end()))
-            opened = None
-    if opened is not None:
-        spans.append((opened.start(), len(text)))
-    return spans
 
 
 def keyword_query(sentence: str, document_frequency: Mapping[str, int], *, words: int = 8) -> str:
@@ -207,7 +192,7 @@ def load_doc_questions(corpus: Path, *, documents: int = 80, seed: int = 17, min
     ``linux/...``), so results can be split by part: tune on one, report on the other."""
     import random
 
-    from ragloom.parse.sentences import sentence_spans
+    from ragloom.parse.sentences import fenced_blocks, sentence_spans
 
     if not corpus.is_dir():
         raise ConfigError(f"the documentation corpus is not at {corpus}; build it with "
@@ -225,7 +210,7 @@ def load_doc_questions(corpus: Path, *, documents: int = 80, seed: int = 17, min
             frequency[w] = frequency.get(w, 0) + 1
     questions = []
     for name, text in corpora.items():
-        code = _fenced(text)
+        code = fenced_blocks(text, 0, len(text))
         candidates = []
         for a, b in sentence_spans(text, 0, len(text), max_chars=2000):
             sentence = text[a:b]

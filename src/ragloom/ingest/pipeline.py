@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ragloom.chunk.preset import PresetSpan
 from ragloom.errors import InvalidParameterError, LoadError, NothingToIngestError, RagloomError
@@ -28,6 +28,14 @@ from ragloom.versions import DELETE
 
 if TYPE_CHECKING:
     from ragloom.components import Components
+
+
+class Runner(Protocol):
+    """Runs a pipeline's stages over the items of one run, the write lock held; the default is
+    :meth:`IngestPipeline._run` in this process (see :mod:`ragloom.ingest.distributed` for Ray)."""
+
+    def execute(self, pipeline: IngestPipeline, items: Iterable[Work], run: IngestRun, limit: int,
+                total: int | None) -> None: ...
 
 
 class IngestPipeline:
@@ -78,8 +86,9 @@ class IngestPipeline:
 
     def run(self, items: Iterable[Work], *, progress: Progress | None = None, report: IngestReport | None = None,
             at: datetime | None = None, batch_limit: int | None = None, total: int | None = None,
-            rebuild_graph: bool = False) -> IngestReport:
-        """Every item through every stage, under the write lock; returns the report."""
+            rebuild_graph: bool = False, runner: Runner | None = None) -> IngestReport:
+        """Every item through every stage, under the write lock (by ``runner``, else here);
+        returns the report."""
         started = time.perf_counter()
         progress = progress or Progress()
         report = report or IngestReport()
@@ -92,7 +101,11 @@ class IngestPipeline:
             store = self.c.store
             run = IngestRun(self.c, report, progress, at or datetime.now(UTC),
                             rebuild_graph=rebuild_graph or bool(store.commit_info().get(GRAPH_STALE)))
-            self._run(items, run, batch_limit or self.c.settings.ingest.batch_chunks, total)
+            limit = batch_limit or self.c.settings.ingest.batch_chunks
+            if runner is None:
+                self._run(items, run, limit, total)
+            else:
+                runner.execute(self, items, run, limit, total)
             if report.added or report.updated or report.deleted:
                 t0 = time.perf_counter()
                 store.optimize()
@@ -118,6 +131,10 @@ class IngestPipeline:
                 done.extend(self._batch(per_batch, pending, run))
                 pending, size = [], 0
         done.extend(self._batch(per_batch, pending, run))
+        self._finish(per_run, done, run)
+
+    def _finish(self, per_run: Sequence[Stage], done: list[Work], run: IngestRun) -> None:
+        """The run stages, once, on every document that landed."""
         for stage in per_run:  # run stages run even when no document changed (a stale graph)
             try:
                 done = stage(done, run)
@@ -173,7 +190,7 @@ class IngestPipeline:
     # -- what to run --------------------------------------------------------------------------
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
-               sync: bool = False, progress: Progress | None = None) -> IngestReport:
+               sync: bool = False, progress: Progress | None = None, runner: Runner | None = None) -> IngestReport:
         """Every supported file under ``paths`` under ``lens`` (see :meth:`Engine.ingest`).
 
         Each file is read once however it is reached (links, a path given twice, folders that
@@ -203,11 +220,11 @@ class IngestPipeline:
         items = (Work(f.display, path=f.path, lens=lens, tenant=tenant) for f in files)
         try:
             if not sync:
-                self.run(items, progress=progress, report=report, total=len(files))
+                self.run(items, progress=progress, report=report, total=len(files), runner=runner)
             else:
                 at = datetime.now(UTC)
                 with self.c.store.writer(on_wait=progress.message):
-                    self.run(items, progress=progress, report=report, total=len(files), at=at)
+                    self.run(items, progress=progress, report=report, total=len(files), at=at, runner=runner)
                     report.deleted = self._sync(paths, [f.real for f in found], lens, tenant, at)
         finally:
             for stage in self.stages:

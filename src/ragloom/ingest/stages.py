@@ -114,6 +114,10 @@ class Load(_Timed):
         if self._converter is not None:
             self._converter.close()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy sent to another process (a Ray worker) starts its own converter there.
+        return {**self.__dict__, "_converter": None}
+
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         c = run.components
         limits = Limits.from_settings(c.settings.ingest)
@@ -303,6 +307,10 @@ class ChunkContext(_Timed):
 
     def __init__(self) -> None:
         self._writer: tuple[object, ChunkContextWriter] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy sent to another process (a Ray worker) makes its own model client there.
+        return {**self.__dict__, "_writer": None}
 
     def prepare(self, components: Components) -> None:
         """Build the model client before any file is read: no provider or no key stops the

@@ -108,6 +108,25 @@ class IngestRun:
         self.current(tenant, "")
         return self._current[tenant]
 
+    def facts(self, tenant: str, document_id: str) -> tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, bool]:
+        """What the load stage asks the store about one document (its current row, its last
+        deletion, whether it is whole), for a run of the same stages elsewhere (a Ray worker)."""
+        current = self.current(tenant, document_id)
+        return current, self.tombstone(tenant, document_id), current is not None and self.whole(tenant, current)
+
+    def learn(self, tenant: str, document_id: str,
+              facts: tuple[Mapping[str, Any] | None, Mapping[str, Any] | None, bool]) -> None:
+        """Take :meth:`facts` from the run that read them, so that this run asks the store nothing
+        about the tenant's documents (it knows only those it was told about)."""
+        current, tomb, whole = facts
+        known, tombs, counts = (self._current.setdefault(tenant, {}), self._tombstones.setdefault(tenant, {}),
+                                self._counts.setdefault(tenant, {}))
+        if current is not None:
+            known[document_id] = current
+            counts[document_id] = int(current.get("chunk_count") or 0) if whole else -1
+        if tomb is not None:
+            tombs[document_id] = tomb
+
     def whole(self, tenant: str, row: Mapping[str, Any]) -> bool:
         """Whether every chunk the document row promises is there (a re-ingest verifies)."""
         if tenant not in self._counts:

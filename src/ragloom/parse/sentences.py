@@ -71,7 +71,7 @@ def _ends_before(pattern: re.Pattern[str], text: str, start: int, end: int) -> I
             yield cut
 
 
-def _fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
+def fenced_blocks(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Spans of fenced code blocks (fence lines included) within ``[start, end)``."""
     blocks: list[tuple[int, int]] = []
     opening: re.Match[str] | None = None
@@ -149,7 +149,7 @@ def sentence_spans(text: str, start: int = 0, end: int | None = None, *, max_cha
     end = len(text) if end is None else end
     spans: list[tuple[int, int]] = []
     pos = start
-    for block_start, block_end in [*_fenced_blocks(text, start, end), (end, end)]:
+    for block_start, block_end in [*fenced_blocks(text, start, end), (end, end)]:
         for s, e in _prose_sentences(text, pos, block_start):
             spans.extend(_split_long(text, s, e, max_chars) if e - s > max_chars else [(s, e)])
         if block_end > block_start:

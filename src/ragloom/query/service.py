@@ -113,7 +113,7 @@ class QueryService:
         searchable = request.text.strip() and self.c.store.has_table(CHUNKS)
         results = with_relevance(mode(search), mode.scale) if searchable else []
         if not results and request.text.strip() and not self.c.store.documents_any():
-            search.notes.append(f"the workspace {self.c.workspace.path} has no documents yet: ingest some with "
+            search.notes.append(f"the workspace {self.c.workspace} has no documents yet: ingest some with "
                                 "'ragloom ingest PATH --lens NAME'")
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
                              self.c.warnings(), timings=search.timings, dated=request.dated)

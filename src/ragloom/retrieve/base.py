@@ -122,6 +122,9 @@ class SearchRequest:
     as_of: datetime | None = None
     #: Only documents dated in this range (their ``document_date``), when given.
     dated: DateRange | None = None
+    #: The sentence lift also searches the sentence index for chunks to add (off for the many
+    #: narrow searches of one balanced query, which re-score their candidates only).
+    sentence_hits: bool = True
     #: The tenant's context graph, loaded when a mode asks for it.
     graph: Callable[[], ContextGraph] | None = None
     #: Filled by the retriever: notes for the user (a lens with no chunks, for example).

@@ -84,7 +84,7 @@ def lift_rows(req: SearchRequest, rows: list[dict[str, Any]], k: int, *, weight:
     keeps its own cosine as ``_chunk_score`` and its best sentence's as ``_sentence_score``."""
     query = unit(req.vector)
     hits = req.store.vector_search(req.tenant, query, SENTENCE_HITS, lenses=req.lenses, as_of=req.as_of,
-                                   dated=req.dated, table=SENTENCES)
+                                   dated=req.dated, table=SENTENCES) if req.sentence_hits else []
     known = {r["chunk_id"] for r in rows}
     clauses = [f"(document_id = {sql_str(h['document_id'])} AND start_char <= {int(h['start_char'])} "
                f"AND end_char >= {int(h['end_char'])})" for h in hits]

@@ -59,6 +59,8 @@ _PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "MENTIONS", "SH
 _PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
 #: Where the store keeps its lock, commit record and pending marker, beside the tables.
 STATE_DIR = "_ragloom"
+#: The commit record and the pending marker, in that folder.
+COMMIT, PENDING = "commit.json", "pending"
 #: Commit flag: chunks changed since the graph's edges were last written.
 GRAPH_STALE = "graph_stale"
 
@@ -162,23 +164,74 @@ class _WriteLock:
             self._fd = None
 
 
+class _LocalState:
+    """The commit record, the pending marker and the write lock as files beside the tables."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.lock = _WriteLock(folder / "write.lock")
+
+    def stamp(self, name: str) -> Hashable | None:
+        """What changes when the file does (one ``stat``), or None when there is none."""
+        try:
+            st = (self.folder / name).stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def read(self, name: str) -> str | None:
+        try:
+            return (self.folder / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+
+    def exists(self, name: str) -> bool:
+        return (self.folder / name).exists()
+
+    def write(self, name: str, text: str, *, fenced: bool = False) -> None:
+        """Write the file; ``fenced`` (the commit record): atomically, through a renamed copy."""
+        path = self.folder / name
+        if not fenced:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+
+    def unlink(self, name: str) -> None:
+        (self.folder / name).unlink(missing_ok=True)
+
+    def arm(self, name: str) -> None:
+        """Nothing to fence locally: the ``flock`` dies with its process."""
+
+
 class LanceStore:
-    """Embedded LanceDB tables in ``<workspace>/lancedb``, shared safely between processes."""
+    """LanceDB tables in ``<workspace>/lancedb`` (a folder, or a URI on object storage: see
+    :mod:`ragloom.store.remote`), shared safely between processes."""
 
     def __init__(self, path: str | Path, *, fts_column: str = "search_text", lock_timeout: float = 600.0,
                  version_retention: float = 600.0, ann: AnnSettings | None = None) -> None:
-        self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        from ragloom.store import remote
+
+        self.remote = remote.is_remote(path)
+        #: Where the tables are: a folder, or the URI they have on object storage.
+        self.location = remote.normalize(path) if self.remote else str(path)
+        self.path = Path(path) if not self.remote else Path(self.location.split("://", 1)[1])
         self.fts_column = fts_column
         self.lock_timeout = lock_timeout
         #: Old table versions younger than this stay for readers still on them.
         self.version_retention = timedelta(seconds=version_retention)
         self.ann = ann or AnnSettings()
-        self._db = _lancedb().connect(str(self.path))
-        self._state = self.path / STATE_DIR
-        self._commit_path = self._state / "commit.json"
-        self._pending_path = self._state / "pending"
-        self._write_lock = _WriteLock(self._state / "write.lock")
+        self._state: _LocalState | remote.ObjectState
+        if self.remote:
+            self._db = _lancedb().connect(self.location, storage_options=remote.storage_options(self.location) or None)
+            self._state = remote.ObjectState(remote.join(self.location, STATE_DIR), lock_timeout=lock_timeout)
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            self._db = _lancedb().connect(str(self.path))
+            self._state = _LocalState(self.path / STATE_DIR)
+        self._write_lock = self._state.lock
         self._writers: dict[str, Any] = {}  # table handles at the latest version, for writes
         self._readers: dict[str, Any] = {}  # table handles at the committed version, for reads
         self._lock = threading.RLock()
@@ -187,7 +240,7 @@ class LanceStore:
         self._pins: dict[str, int] | None = None  # table versions reads are pinned to
         self._tx_owner: int | None = None  # the thread writing a transaction
         self._tx_flags: dict[str, Any] = {}
-        self._commit_stamp: tuple[int, int] | None = None
+        self._commit_stamp: Hashable | None = None
         #: Tables the last taking of the write lock rolled back (a crashed writer's leftovers).
         self.rolled_back = 0
         self.snapshot()
@@ -196,21 +249,19 @@ class LanceStore:
 
     def _read_commit(self) -> dict[str, Any] | None:
         try:
-            data: dict[str, Any] = json.loads(self._commit_path.read_text(encoding="utf-8"))
+            text = self._state.read(COMMIT)
+            if text is None:
+                return None
+            data: dict[str, Any] = json.loads(text)
             return data
-        except FileNotFoundError:
-            return None
         except (OSError, ValueError) as exc:
-            raise StoreError(f"{self._commit_path} is unreadable ({exc}); remove it to read the newest table versions") from exc
+            where = f"{self.location}/{STATE_DIR}/{COMMIT}"
+            raise StoreError(f"{where} is unreadable ({exc}); remove it to read the newest table versions") from exc
 
     def snapshot(self) -> bool:
         """Move reads to the newest commit; returns whether they moved. Cheap when nothing
         changed (one ``stat``), so every operation can start with it."""
-        try:
-            st = self._commit_path.stat()
-            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-        except FileNotFoundError:
-            stamp = None
+        stamp = self._state.stamp(COMMIT)
         with self._lock:
             if stamp is not None and stamp == self._commit_stamp:
                 return False
@@ -316,7 +367,7 @@ class LanceStore:
         have = table.schema.field("vector").type.list_size
         if have != dim:
             raise StoreError(
-                f"the workspace at {self.path.parent} holds {have}-dimensional vectors but the embedder makes "
+                f"the workspace at {self.location.rsplit('/', 1)[0] if self.remote else self.path.parent} holds {have}-dimensional vectors but the embedder makes "
                 f"{dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
             )
 
@@ -346,8 +397,9 @@ class LanceStore:
         """
         with self._write_lock.held(self.lock_timeout if timeout is None else timeout, on_wait) as outer:
             if outer:
+                self._state.arm(COMMIT)
                 self._writers.clear()  # another process may have written, or dropped, tables since
-                self.rolled_back = self._rollback() if self._pending_path.exists() else 0
+                self.rolled_back = self._rollback() if self._state.exists(PENDING) else 0
             yield
 
     @contextlib.contextmanager
@@ -364,12 +416,11 @@ class LanceStore:
             self._mark()
             yield
             self._commit(**flags)
-            self._pending_path.unlink(missing_ok=True)
+            self._state.unlink(PENDING)
 
     def _mark(self) -> None:
-        self._pending_path.parent.mkdir(parents=True, exist_ok=True)
         marker = {"tables": self._versions(), "started_at": datetime.now(UTC).isoformat(), "pid": os.getpid()}
-        self._pending_path.write_text(json.dumps(marker), encoding="utf-8")
+        self._state.write(PENDING, json.dumps(marker))
 
     def _in_transaction(self) -> bool:
         return self._tx_owner == threading.get_ident()
@@ -400,7 +451,7 @@ class LanceStore:
             self._tx_owner = None
             with self._lock:
                 self._commit(**self._tx_flags)
-                self._pending_path.unlink(missing_ok=True)
+                self._state.unlink(PENDING)
 
     def _versions(self) -> dict[str, int]:
         """The newest version of every existing table."""
@@ -417,9 +468,10 @@ class LanceStore:
         record = {**{k: v for k, v in previous.items() if k != "tables"}, "tables": versions,
                   "sequence": int(previous.get("sequence", 0)) + 1,
                   "committed_at": datetime.now(UTC).isoformat(), **extra}
-        tmp = self._commit_path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(record), encoding="utf-8")
-        tmp.replace(self._commit_path)
+        check = getattr(self._write_lock, "check", None)
+        if callable(check):  # a lease on object storage: still ours?
+            check()
+        self._state.write(COMMIT, json.dumps(record), fenced=True)
         self.snapshot()
 
     def commit_info(self) -> dict[str, Any]:
@@ -430,7 +482,7 @@ class LanceStore:
         """Every table back to the versions the pending marker recorded before an interrupted
         write began (a table that write created is dropped); returns tables rolled back."""
         try:
-            before = json.loads(self._pending_path.read_text(encoding="utf-8") or "{}").get("tables")
+            before = json.loads(self._state.read(PENDING) or "{}").get("tables")
         except (OSError, ValueError):
             before = None
         if before is None:  # a marker without versions: the last commit is the state to return to
@@ -452,7 +504,7 @@ class LanceStore:
             # writing: this one holds the lock); its versions go once past the retention.
             table.optimize(cleanup_older_than=self.version_retention, delete_unverified=True)
         self._commit()
-        self._pending_path.unlink(missing_ok=True)
+        self._state.unlink(PENDING)
         return rolled
 
     def repair(self) -> int:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from ragloom.engine import Engine
 from ragloom.errors import RagloomError
+from ragloom.ids import short_id
 from ragloom.retrieve import mode_names
 from ragloom.synthesise.sources import Source
 from ragloom.types import ScoredChunk
@@ -177,7 +178,8 @@ with left:
             st.caption(f"Context: {ctx.total_tokens} of {ctx.budget} tokens, organised by {ctx.strategy}; "
                        f"{len(ctx.removed)} candidates left out.")
         for rank, r in enumerate(retrieved, 1):
-            line = f"{rank}. **{r.source_name}** · {r.lens} · {section_tail(r.section_path_str)} · score {r.score:.3f}"
+            line = (f"{rank}. **{r.source_name}** · {r.lens} · {section_tail(r.section_path_str)} · "
+                    f"relevance {r.relevance:.2f} · `{short_id(r.chunk_id)}`")
             st.markdown(line)
             if r.via:
                 st.caption(":material/hub: " + describe_via(r.via, chunk_label(eng, str(r.via.get("seed")), retrieved)))
