@@ -213,6 +213,11 @@ def chunk_ids(ws: Workspace) -> st.SearchStrategy[str]:
     return st.one_of(st.sampled_from(sorted(ws.chunks["alpha"] | ws.chunks["beta"])), values)
 
 
+def owned(ws: Workspace) -> int:
+    """How many (tenant, chunk id) pairs a read can answer: each tenant's own chunks."""
+    return sum(len(ids) for ids in ws.chunks.values())
+
+
 def path_values(ws: Workspace) -> st.SearchStrategy[Any]:
     return st.one_of(st.sampled_from([str(p) for ps in ws.paths.values() for p in ps]), values)
 
@@ -281,6 +286,10 @@ REAL, HOSTILE, ANSWERED = 700, 300, 250
 #: Reads that take a lens refuse one the tenant does not have (a hostile value, or the other
 #: tenant's lens), so fewer of their cases are answered.
 ANSWERED_WITH_LENS = 100
+#: Hypothesis never repeats an input, so a read whose only arguments are a tenant and a lens has
+#: few distinct answerable cases: each real tenant with no lens, "" or a lens of its own (ten), and
+#: hostile tenant names without a lens.
+ANSWERED_TENANT_AND_LENS = 10
 
 
 def exercise(check: Callable[..., bool], *, real: int = REAL, hostile: int = HOSTILE, answered: int = ANSWERED,
@@ -320,7 +329,7 @@ def test_entities_property(ws: Workspace) -> None:
 
 @pytest.mark.slow
 def test_quality_property(ws: Workspace) -> None:
-    exercise(lambda **kw: check_quality(ws, **kw), lens=reads_lenses, answered=ANSWERED_WITH_LENS)
+    exercise(lambda **kw: check_quality(ws, **kw), lens=reads_lenses, answered=ANSWERED_TENANT_AND_LENS)
 
 
 @pytest.mark.slow
@@ -332,13 +341,14 @@ def test_contradictions_property(ws: Workspace) -> None:
 
 @pytest.mark.slow
 def test_back_references_property(ws: Workspace) -> None:
-    # answered: a tenant found one of its own six chunks (the other tenant's are never found)
-    exercise(lambda **kw: check_back_references(ws, **kw), answered=6, chunk_id=chunk_ids(ws), as_of=times)
+    # answered: a tenant found one of its own chunks (the other tenant's are never found)
+    exercise(lambda **kw: check_back_references(ws, **kw), answered=owned(ws), chunk_id=chunk_ids(ws), as_of=times)
 
 
 @pytest.mark.slow
 def test_graph_show_property(ws: Workspace) -> None:
-    exercise(lambda **kw: check_graph_show(ws, **kw), answered=6, chunk_id=chunk_ids(ws))
+    # answered: each real chunk shown to its own tenant once (an input is never repeated)
+    exercise(lambda **kw: check_graph_show(ws, **kw), answered=owned(ws), chunk_id=chunk_ids(ws))
 
 
 @pytest.mark.slow
