@@ -101,6 +101,8 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=None)
     parser.add_argument("--documents", type=int, default=200)
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
+    parser.add_argument("--name", default="embedder_throughput",
+                        help="the result file under bench/results/ (keep an earlier run by naming a new one)")
     args = parser.parse_args()
     files = sample_corpus(args.corpus, args.documents)
     runs: dict[str, dict[str, Any]] = {}
@@ -122,7 +124,7 @@ def main() -> None:
     rows += [[label, f"{rate:.1f}", f"{rate / baseline:.2f}", ""] for label, rate in rates.items()]
     table = markdown_table(["run", "chunks/s", "× sentence-transformers encode", "seconds"], rows)
     print(table)
-    save("embedder_throughput", {"documents": len(files), "runs": runs, "encode_only": rates, "table": table,
+    save(args.name, {"documents": len(files), "runs": runs, "encode_only": rates, "table": table,
                                  "sentences_per_chunk": float(np.mean([r["sentences"] / max(r["chunks"], 1)
                                                                       for r in runs.values()]))})
 
