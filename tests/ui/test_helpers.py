@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 
 from ragloom.errors import ConfigError, InvalidParameterError
+from ragloom.graph import EDGE_TYPES
 from ragloom.ui import APP, launch, streamlit_command
 from ragloom.ui.helpers import (
+    EDGE_COLOURS,
+    EDGE_HELP,
     describe_via,
     find_eval_results,
     highlight_html,
@@ -105,3 +108,8 @@ def test_launch_command_serves_the_app_headless_without_telemetry() -> None:
 def test_launch_refuses_a_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         launch(tmp_path / "ws", config=tmp_path / "nope.toml", port=8600)
+
+
+def test_every_edge_type_has_a_colour_and_a_meaning() -> None:
+    assert set(EDGE_COLOURS) == set(EDGE_HELP) == set(EDGE_TYPES)
+    assert len(set(EDGE_COLOURS.values())) == len(EDGE_COLOURS)  # told apart in the picture

@@ -230,7 +230,9 @@ def test_graph_page_finds_a_chunk_by_search_and_lists_its_relations(app: AppTest
         counts[rel["type"]] = counts.get(rel["type"], 0) + 1
     assert sorted(e.label for e in at.expander) == sorted(f"{k} · {v}" for k, v in counts.items())
     listed = {(row["chunk"], float(row["weight"])) for frame in at.dataframe for _, row in frame.value.iterrows()}
-    assert listed == {(rel["neighbour"], round(rel["weight"], 3)) for rel in details["relations"]}
+    assert listed == {(rel["neighbour_short_id"], round(rel["weight"], 3)) for rel in details["relations"]}
+    why = {row["why"] for frame in at.dataframe for _, row in frame.value.iterrows()}
+    assert not any("neighbour" in w for w in why), why  # the why column explains, it does not repeat ids
     assert any(f"{details['relations_total']} stored relations" in m.value for m in at.markdown)
 
 

@@ -30,6 +30,19 @@ EDGE_COLOURS = {
     "TOPIC_OVERLAP": "#f58518",
     "TEMPORAL_OVERLAP": "#54a24b",
     "SEQUENTIAL": "#b279a2",
+    "MENTIONS": "#eeca3b",
+    "SHARED_ENTITY": "#72b7b2",
+}
+#: What each edge type means (the legend and the relations list).
+EDGE_HELP = {
+    "SIMILAR_TO": "embeddings closer than the similarity threshold",
+    "SAME_SOURCE": "chunks of the same document",
+    "SAME_LENS": "chunks of the same lens",
+    "TOPIC_OVERLAP": "share key terms",
+    "TEMPORAL_OVERLAP": "name the same period",
+    "SEQUENTIAL": "next to each other in their document",
+    "MENTIONS": "one names what the other is about (its title or heading)",
+    "SHARED_ENTITY": "both name the same subject",
 }
 #: Colours per lens, in order of first appearance.
 LENS_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",

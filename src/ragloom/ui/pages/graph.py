@@ -11,16 +11,7 @@ from streamlit_agraph import Config, Edge, Node, agraph
 from ragloom.errors import RagloomError
 from ragloom.graph.view import ContextGraph
 from ragloom.ui.common import engine, ensure_app, fail, hbars, header, runtime
-from ragloom.ui.helpers import EDGE_COLOURS, lens_colour, md_escape, one_line, preview, section_tail
-
-EDGE_HELP = {
-    "SIMILAR_TO": "embeddings closer than the similarity threshold",
-    "SAME_SOURCE": "chunks of the same document",
-    "SAME_LENS": "chunks of the same lens",
-    "TOPIC_OVERLAP": "share key terms",
-    "TEMPORAL_OVERLAP": "name the same period",
-    "SEQUENTIAL": "next to each other in their document",
-}
+from ragloom.ui.helpers import EDGE_COLOURS, EDGE_HELP, lens_colour, md_escape, one_line, preview, section_tail
 
 ensure_app()
 rt = runtime()
@@ -154,14 +145,13 @@ for i, kind in enumerate(kinds):
     with st.expander(f"{kind} · {len(rels)}", expanded=i == 0):
         rows = []
         for rel in rels:
-            extra = {k: v for k, v in rel.items() if k not in (
-                "neighbour", "type", "weight", "neighbour_source", "neighbour_lens")}
+            extra = {k: v for k, v in rel.items() if k not in ("type", "weight") and not k.startswith("neighbour")}
             detail = "; ".join(f"{k.replace('_', ' ')}: {', '.join(map(str, v)) if isinstance(v, list) else v}"
                                for k, v in extra.items())
             rows.append({"weight": round(rel["weight"], 3), "file": rel["neighbour_source"],
-                         "lens": rel["neighbour_lens"],
+                         "section": section_tail(rel["neighbour_section"]), "lens": rel["neighbour_lens"],
                          "preview": preview(node[rel["neighbour"]]["content_preview"], 140),
-                         "why": detail, "chunk": rel["neighbour"]})
+                         "why": detail, "chunk": rel["neighbour_short_id"]})
         st.dataframe(rows, hide_index=True, width="stretch",
                      column_config={"preview": st.column_config.TextColumn(width="large"),
                                     "weight": st.column_config.NumberColumn(format="%.2f", width="small"),
