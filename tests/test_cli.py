@@ -75,7 +75,7 @@ def test_history_and_reindex(tmp_path: Path) -> None:
     result = run("history", str(doc), ws=ws)
     assert result.exit_code == 0 and "create" in result.stdout and "update" in result.stdout
     result = run("reindex", ws=ws)
-    assert result.exit_code == 0 and "reindexed 1 documents" in result.stdout
+    assert result.exit_code == 0 and "reindexed 1 document:" in result.stdout
 
 
 def test_demo_runs_on_the_bundled_materials(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def test_delete_command_tombstones_and_ingest_restores(tmp_path: Path) -> None:
     assert run("ingest", str(folder), "--lens", "x", ws=ws).exit_code == 0
     rows = json.loads(run("history", str(folder / "a.md"), "--json", ws=ws).stdout)
     assert [(r["version_sequence"], r["change_type"], r["change_summary"]) for r in rows] == [
-        (1, "create", "created with 1 chunks"), (2, "delete", "deleted"), (3, "update", "restored")]
+        (1, "create", "created with 1 chunk"), (2, "delete", "deleted"), (3, "update", "restored")]
     table = run("history", str(folder / "a.md"), ws=ws).stdout
     assert "restored" in table and "deleted" in table
     doc_id = json.loads(run("query", "bananas", "--json", ws=ws).stdout)["results"][0]["document_id"]
@@ -360,3 +360,32 @@ def test_ingest_draws_one_bar_whose_total_follows_the_embedding() -> None:
     progress.advance("Embedding", 120)
     task = bar.tasks[0]
     assert task.completed == task.total == 10 + 220 and "≈" not in task.fields["counts"]  # done: exact
+
+
+@pytest.mark.parametrize(("columns", "documents", "texts"), [
+    (80, 2_000, 40_000), (100, 2_000, 40_000), (160, 2_000, 40_000), (80, 120_000, 2_400_000)])
+def test_the_ingest_bar_fits_the_terminal(columns: int, documents: int, texts: int) -> None:
+    """Every column of the bar, counts, ETA included, whole on one line of the terminal."""
+    import io
+
+    from rich.console import Console
+
+    from ragloom import cli
+
+    out = io.StringIO()
+    console = Console(file=out, width=columns, force_terminal=False)
+    original = cli.err
+    cli.err = console
+    try:
+        with cli._ingest_progress(label="Ingesting") as progress:
+            assert progress is not None
+            progress.stage("Reading", documents)
+            progress.advance("Reading", documents * 3 // 4)
+            progress.stage("Embedding", texts)
+            progress.advance("Embedding", texts * 3 // 10)
+    finally:
+        cli.err = original
+    line = out.getvalue().strip().splitlines()[-1]
+    assert len(line) <= columns and "…" not in line, line
+    expected = {2_000: "1,500/2,000 documents", 120_000: "90k/120k documents"}[documents]
+    assert expected in line and "/≈" in line and "ETA" in line, line

@@ -213,7 +213,7 @@ def test_changed_file_keeps_old_version_queryable(tmp_path: Path) -> None:
     assert "Q3" in now[0].text and "Q2" in then[0].text
     history = engine.history(doc)
     assert [h["change_type"] for h in history] == ["create", "update"]
-    assert "1 chunks edited" in history[1]["change_summary"]
+    assert "1 chunk edited" in history[1]["change_summary"]
 
 
 def test_sync_tombstones_removed_files(engine: Engine, tmp_path: Path) -> None:

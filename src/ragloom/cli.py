@@ -28,6 +28,7 @@ from ragloom.enrich.llm_context import STAGE as CONTEXT_STAGE
 from ragloom.errors import ConfigError, NoWorkspaceError, RagloomError, WorkspaceMismatchWarning
 from ragloom.ids import short_id
 from ragloom.ingest.report import Progress as EngineProgress
+from ragloom.types import count_of
 
 if TYPE_CHECKING:
     from ragloom.engine import Engine
@@ -144,6 +145,19 @@ def _progress(enabled: bool = True) -> Iterator[_RichProgress | None]:
         yield _RichProgress(bar)
 
 
+#: Terminal columns below which the ingest bar draws its compact form (fits 80 columns).
+WIDE_BAR = 120
+
+
+def _short_count(n: int) -> str:
+    """A count in at most six characters: 9,999, 12k, 612k, 1.2M."""
+    if n < 10_000:
+        return f"{n:,}"
+    if n < 1_000_000:
+        return f"{n // 1000}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
 class _IngestProgress(_RichProgress):
     """One bar for a whole ingest (or reindex): documents read, and the chunks and sentences
     they need embedded.
@@ -153,9 +167,10 @@ class _IngestProgress(_RichProgress):
     the texts still to come are estimated from the documents read so far (shown with ≈).
     """
 
-    def __init__(self, progress: Progress, label: str) -> None:
+    def __init__(self, progress: Progress, label: str, *, compact: bool = False) -> None:
         super().__init__(progress)
         self.task = progress.add_task(label, total=None, counts="", visible=False)  # shown once work starts
+        self.compact = compact  # counts short enough for an 80-column terminal
         self.documents: int | None = None  # documents to read, once known
         self.read = 0
         self.declared = 0  # texts the batches so far said they would embed
@@ -187,10 +202,12 @@ class _IngestProgress(_RichProgress):
         expected = self.declared
         if self.read_at_batch and documents > self.read_at_batch:
             expected = max(expected, round(self.declared * documents / self.read_at_batch))
-        counts = f"{self.read:,}/{documents:,} documents read"
+        n = _short_count if self.compact else "{:,}".format
+        counts = f"{n(self.read)}/{n(documents)} documents" + ("" if self.compact else " read")
         if expected:
             about = "≈" if expected > self.declared else ""
-            counts += f", {self.embedded:,}/{about}{expected:,} chunks and sentences embedded"
+            counts += f", {n(self.embedded)}/{about}{n(expected)} " + (
+                "embedded" if self.compact else "chunks and sentences embedded")
         written, asked = self.contexts
         if asked:
             counts += f", {written:,}/{asked:,} chunk contexts written"
@@ -203,14 +220,12 @@ def _ingest_progress(enabled: bool = True, label: str = "Ingesting") -> Iterator
     if not enabled:
         yield None
         return
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
-                  TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), TextColumn("ETA"),
-                  TimeRemainingColumn(), console=err, transient=False) as bar:
-        yield _IngestProgress(bar, label)
-
-
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+    compact = err.width < WIDE_BAR  # a narrow terminal: a short bar and counts, no percentage or elapsed time
+    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=12 if compact else 40),
+               *([] if compact else [TaskProgressColumn()]), TextColumn("{task.fields[counts]}"),
+               *([] if compact else [TimeElapsedColumn()]), TextColumn("ETA"), TimeRemainingColumn()]
+    with Progress(*columns, console=err, transient=False) as bar:
+        yield _IngestProgress(bar, label, compact=compact)
 
 
 def _display_path(path: str) -> str:
@@ -344,7 +359,7 @@ def query(
 
 
 def _print_results(result: Any) -> None:  # noqa: ANN401 - a QueryResult
-    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {_count(len(result), 'result')}, "
+    console.print(f"[bold]{escape(result.query)}[/]  [dim]({result.mode}, {count_of(len(result), 'result')}, "
                   f"{result.seconds * 1000:.0f} ms)[/]")
     if not result.results:
         console.print("  [dim]no results[/]")
@@ -586,8 +601,8 @@ def reindex(workspace: WorkspaceOpt = None, config: ConfigOpt = None) -> None:
         engine = _engine(workspace, config)
         with _ingest_progress(label="Re-indexing") as progress:
             report = engine.reindex(progress=progress)
-    console.print(f"reindexed {report.files} documents: {report.chunks_embedded:,} chunks and "
-                  f"{report.sentences_embedded:,} sentences embedded in {report.seconds:.1f}s")
+    console.print(f"reindexed {count_of(report.files, 'document')}: {count_of(report.chunks_embedded, 'chunk')} and "
+                  f"{count_of(report.sentences_embedded, 'sentence')} embedded in {report.seconds:.1f}s")
 
 
 @app.command()

@@ -20,6 +20,11 @@ def join_path(path: tuple[str, ...]) -> str:
     return SECTION_SEPARATOR.join(path)
 
 
+def count_of(n: int, noun: str) -> str:
+    """``1 chunk``, ``2 chunks``, ``1,204 sentences``: a count with its noun (regular plurals)."""
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """One source file, converted to normalised Markdown."""

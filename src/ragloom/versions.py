@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ragloom.types import Chunk
+from ragloom.types import Chunk, count_of
 
 CREATE, UPDATE, DELETE = "create", "update", "delete"
 #: How far (in chunk positions) an edited chunk is looked for around its old position.
@@ -109,8 +109,8 @@ def plan_versions(new: Sequence[Chunk], old: Sequence[Mapping[str, Any]]) -> tup
 
 def document_summary(plans: Sequence[ChunkPlan], vanished: Sequence[Mapping[str, Any]], *, first: bool) -> str:
     if first:
-        return f"created with {len(plans)} chunks"
+        return f"created with {count_of(len(plans), 'chunk')}"
     edited = sum(1 for p in plans if p.edited)
     added = sum(1 for p in plans if p.change_type == CREATE)
     unchanged = sum(1 for p in plans if p.previous is not None and not p.edited)
-    return f"{edited} chunks edited, {added} added, {len(vanished)} removed, {unchanged} unchanged"
+    return f"{count_of(edited, 'chunk')} edited, {added} added, {len(vanished)} removed, {unchanged} unchanged"

@@ -248,7 +248,7 @@ def test_the_command_line_ingests_with_ray_and_draws_its_one_bar(tmp_path: Path)
                                       "--runner", "ray", "--workers", "2"])
     assert result.exit_code == 0, result.output
     assert "6 files: 6 added" in result.output
-    assert "6/6 documents read" in result.output
+    assert "6/6 documents" in result.output
     result = CliRunner().invoke(app, ["ingest", str(docs), "--lens", "notes", "--workspace", str(ws),
                                       "--runner", "spark"])
     assert result.exit_code == 2 and "unknown ingest runner 'spark'" in result.output

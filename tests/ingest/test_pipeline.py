@@ -143,7 +143,7 @@ def test_the_report_counts_chunks_and_sentences_apart(tmp_path: Path) -> None:
     second = engine.ingest(folder, lens="x")
     assert second.chunks_embedded == 1 and second.chunks_reused == chunks - 1  # section A kept its vector
     assert second.sentences_embedded == 1 and second.sentences_reused == sentences  # one new sentence
-    assert (f"1 chunks embedded, {chunks - 1} reused; 1 sentences embedded, {sentences} reused"
+    assert (f"1 chunk embedded, {chunks - 1} reused; 1 sentence embedded, {sentences} reused"
             in second.summary())
 
 

@@ -32,7 +32,7 @@ def test_the_same_file_reached_twice_is_stored_once(tmp_path: Path) -> None:
                            lens="team-structured")
     assert report.ok and report.files == 1 and report.added == 1
     assert [d["source"] for d in report.documents] == [str(note)]
-    assert _versions(engine, note) == [(1, "create", "created with 1 chunks", 1)]
+    assert _versions(engine, note) == [(1, "create", "created with 1 chunk", 1)]
     assert len(engine.query("catalog integration June", k=10)) == 1
 
 
@@ -53,7 +53,7 @@ def test_a_deleted_file_ingested_again_is_restored_and_its_history_goes_on(tmp_p
     a.write_bytes(kept)  # the very same bytes: not "unchanged", restored
     report = engine.ingest(docs, lens="x", sync=True)
     assert (report.added + report.updated, report.unchanged, report.deleted) == (1, 1, 0)
-    assert _versions(engine, a) == [(1, "create", "created with 1 chunks", 1), (2, "delete", "file removed", 0),
+    assert _versions(engine, a) == [(1, "create", "created with 1 chunk", 1), (2, "delete", "file removed", 0),
                                     (3, "update", "restored", 1)]
     history = engine.history(a)
     assert history[2]["previous_version_id"] == history[1]["version_id"]
@@ -67,7 +67,7 @@ def test_a_deleted_file_ingested_again_is_restored_and_its_history_goes_on(tmp_p
     assert [r["version_sequence"] for r in engine.history(a)] == [1, 2, 3, 4, 5]
     # reindex replays the whole chain, tombstones included
     engine.reindex()
-    assert [v[1:3] for v in _versions(engine, a)] == [("create", "created with 1 chunks"), ("delete", "file removed"),
+    assert [v[1:3] for v in _versions(engine, a)] == [("create", "created with 1 chunk"), ("delete", "file removed"),
                                                       ("update", "restored"), ("delete", "deleted"),
                                                       ("update", "restored")]
     assert engine.query("apples red sweet", k=1, mode="bm25")[0].source_path == a.as_posix()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragloom.types import count_of
+
 
 class Progress:
     """Receives progress from long operations; the CLI draws bars, the default ignores it."""
@@ -78,10 +80,11 @@ class IngestReport:
     def summary(self) -> str:
         """What was done, in sentences that say what each count counts."""
         failed = len(self.failed)
-        text = (f"{self.files} files: {self.added} added, {self.updated} updated, {self.unchanged} unchanged, "
-                f"{self.deleted} deleted, {failed} failed. {self.chunks_embedded:,} chunks embedded, "
-                f"{self.chunks_reused:,} reused; {self.sentences_embedded:,} sentences embedded, "
-                f"{self.sentences_reused:,} reused; {self.relationships:,} relationships found; {self.seconds:.1f}s.")
+        text = (f"{count_of(self.files, 'file')}: {self.added} added, {self.updated} updated, "
+                f"{self.unchanged} unchanged, {self.deleted} deleted, {failed} failed. "
+                f"{count_of(self.chunks_embedded, 'chunk')} embedded, {self.chunks_reused:,} reused; "
+                f"{count_of(self.sentences_embedded, 'sentence')} embedded, {self.sentences_reused:,} reused; "
+                f"{count_of(self.relationships, 'relationship')} found; {self.seconds:.1f}s.")
         if self.skipped:
             text += f" {skipped_sentence(self.skipped)}"
         return text
