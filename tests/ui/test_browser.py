@@ -92,6 +92,30 @@ def settle(page, timeout: float = 120_000) -> None:  # type: ignore[no-untyped-d
     page.wait_for_timeout(300)
 
 
+def choose(page, box: str, option: str) -> None:  # type: ignore[no-untyped-def]
+    """Pick ``option`` in the searchable select box labelled ``box``, as a person does: open it,
+    type, click the option. A rerun of the page (a job's progress polling) can replace the open
+    list under the click; then close it, let the page settle and try again, the last time with
+    the keyboard (the typed text leaves the option first and focused)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(3):
+        combobox = page.get_by_role("combobox", name=box, exact=True)
+        combobox.click()
+        combobox.fill(option.rstrip("…"))
+        try:
+            if attempt < 2:
+                page.get_by_role("option", name=option, exact=True).click(timeout=15_000)
+            else:
+                combobox.press("Enter")
+            settle(page)
+            return
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            settle(page)
+    raise AssertionError(f"could not choose {option!r} in {box!r}")
+
+
 def screenshot(page, name: str) -> Path:  # type: ignore[no-untyped-def]
     """The whole page (the app scrolls inside its main block, so the window grows to fit it)."""
     ARTIFACTS.mkdir(exist_ok=True)
@@ -131,11 +155,7 @@ def test_the_whole_flow_in_a_browser(server: tuple[str, Path]) -> None:
         go(page, "Ingest")
         for lens_dir in sorted(d for d in MATERIALS.iterdir() if d.is_dir()):
             # A new workspace has no lenses: each is named once as a new lens, as a person does.
-            lens = page.get_by_role("combobox", name="Lens", exact=True)
-            lens.click()
-            lens.fill("New lens")
-            page.get_by_role("option", name="New lens…", exact=True).click()
-            settle(page)
+            choose(page, "Lens", "New lens…")
             name = page.get_by_label("New lens name")
             name.fill(lens_dir.name)
             name.press("Enter")
