@@ -973,47 +973,6 @@ def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str |
     return True
 
 
-class _PipeLines:
-    """Lines from a pipe, read so that Ctrl-C always ends the wait.
-
-    A blocking ``read`` is interrupted only when the signal lands on the main thread; a process
-    with native worker threads (LanceDB's, ONNX Runtime's) may have it handled on another, and a
-    plain ``input()`` would then wait for the next line. Waiting in short ``select`` slices
-    returns to Python often enough to raise the KeyboardInterrupt wherever it was caught.
-    """
-
-    def __init__(self, fd: int, *, slice_s: float = 0.25) -> None:
-        self.fd, self.slice_s, self.buffer = fd, slice_s, b""
-
-    @classmethod
-    def of(cls, stream: Any) -> _PipeLines | None:  # noqa: ANN401 - sys.stdin or a test's stand-in
-        """Lines from ``stream``'s descriptor; None for a stream without one (read it with input())."""
-        import io
-
-        try:
-            return cls(stream.fileno())
-        except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
-            return None
-
-    def readline(self) -> str:
-        import os
-        import select
-
-        while b"\n" not in self.buffer:
-            ready, _, _ = select.select([self.fd], [], [], self.slice_s)
-            if not ready:
-                continue
-            chunk = os.read(self.fd, 65536)
-            if not chunk:  # the other end closed: the last line, then the end
-                if not self.buffer:
-                    raise EOFError
-                line, self.buffer = self.buffer, b""
-                return line.decode("utf-8", "replace")
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode("utf-8", "replace")
-
-
 @app.command()
 def chat(
     k: Annotated[int | None, typer.Option("-k", help="Results per question.")] = None,
@@ -1042,10 +1001,9 @@ def chat(
     console.print(f"[bold]ragloom chat[/] on {escape(str(engine.workspace.path))} ({documents} documents; "
                   f"{escape(state.describe(engine))}). Type a question, /help for commands, Ctrl-D to leave.")
     writers: dict[str, Any] = {}
-    lines = None if interactive else _PipeLines.of(sys.stdin)
     while True:
         try:
-            line = (lines.readline() if lines else input("ragloom> " if interactive else "")).strip()
+            line = input("ragloom> " if interactive else "").strip()
             if line and not _chat_command(engine, state, line, tenant=tenant, as_of=as_of, writers=writers):
                 break
         except RagloomError as exc:  # one red line; the chat goes on
