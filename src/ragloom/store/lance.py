@@ -37,6 +37,7 @@ import pyarrow as pa
 
 from ragloom.errors import MissingExtraError, StoreError, WorkspaceLockedError
 from ragloom.store.filters import DateRange, scope, sql_in, sql_str, sql_time
+from ragloom.store.locks import ReentrantLock
 from ragloom.store.schema import (
     CHUNK_COLUMNS,
     DEPENDENT_TABLES,
@@ -93,14 +94,13 @@ class AnnSettings:
     refine_factor: int = 4
 
 
-class _WriteLock:
+class _WriteLock(ReentrantLock):
     """The workspace's write lock: an exclusive ``flock`` on a file, so it dies with its
     process, plus an in-process lock so threads queue too. Re-entrant in one thread."""
 
     def __init__(self, path: Path) -> None:
+        super().__init__(path.parent.parent)
         self.path = path
-        self._thread_lock = threading.RLock()
-        self._depth = 0
         self._fd: int | None = None
 
     def holder(self) -> str:
@@ -110,27 +110,7 @@ class _WriteLock:
             return "another process"
         return f"process {info.get('pid', '?')} ({info.get('command', '?')}, since {info.get('since', '?')})"
 
-    @contextlib.contextmanager
-    def held(self, timeout: float, on_wait: Callable[[str], None] | None) -> Iterator[bool]:
-        """Hold the lock; yields whether this is the outermost hold (the one that took it)."""
-        started = time.monotonic()
-        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
-            raise WorkspaceLockedError(self.path.parent.parent, "another thread of this process", timeout)
-        try:
-            self._depth += 1
-            outer = self._depth == 1
-            if outer:
-                self._acquire_file(timeout - (time.monotonic() - started), on_wait)
-            try:
-                yield outer
-            finally:
-                if outer:
-                    self._release_file()
-        finally:
-            self._depth -= 1
-            self._thread_lock.release()
-
-    def _acquire_file(self, timeout: float, on_wait: Callable[[str], None] | None) -> None:
+    def _acquire(self, timeout: float, on_wait: Callable[[str], None] | None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         started = time.monotonic()
@@ -155,7 +135,7 @@ class _WriteLock:
         os.pwrite(fd, json.dumps(info).encode(), 0)
         self._fd = fd
 
-    def _release_file(self) -> None:
+    def _release(self) -> None:
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 os.ftruncate(self._fd, 0)

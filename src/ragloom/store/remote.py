@@ -35,12 +35,13 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ragloom.errors import InvalidParameterError, MissingExtraError, StoreError, WorkspaceLockedError
+from ragloom.store.locks import ReentrantLock
 
 #: URI schemes a workspace may use on object storage (LanceDB's and obstore's, both).
 REMOTE_SCHEMES = ("s3", "gs", "az", "abfs", "abfss")
@@ -181,7 +182,7 @@ def _alive_here(info: dict[str, Any]) -> bool | None:
     return True
 
 
-class ObjectLock:
+class ObjectLock(ReentrantLock):
     """The write lock of a workspace on object storage: a lease kept alive by a heartbeat
     (see the module docstring). Same interface as the local ``flock`` lock: re-entrant in
     one thread, queued between threads."""
@@ -189,12 +190,10 @@ class ObjectLock:
     NAME = "write.lock"
 
     def __init__(self, files: ObjectFiles, workspace: str, lease: float) -> None:
+        super().__init__(workspace)
         self.files = files
-        self.workspace = workspace
         #: Seconds without a heartbeat after which the lock is taken over.
         self.lease = max(float(lease), 1.0)
-        self._thread_lock = threading.RLock()
-        self._depth = 0
         self._tag: str | None = None
         self._record: dict[str, Any] = {}
         self._lost: str | None = None
@@ -210,25 +209,6 @@ class ObjectLock:
                 info = {}
         return (f"process {info.get('pid', '?')} on {info.get('host', '?')} ({info.get('command', '?')}, since "
                 f"{info.get('since', '?')}, last heartbeat {info.get('beat', '?')})")
-
-    @contextlib.contextmanager
-    def held(self, timeout: float, on_wait: Callable[[str], None] | None) -> Iterator[bool]:
-        started = time.monotonic()
-        if not self._thread_lock.acquire(timeout=max(timeout, 0.0)):
-            raise WorkspaceLockedError(self.workspace, "another thread of this process", timeout)
-        try:
-            self._depth += 1
-            outer = self._depth == 1
-            if outer:
-                self._acquire(timeout - (time.monotonic() - started), on_wait)
-            try:
-                yield outer
-            finally:
-                if outer:
-                    self._release()
-        finally:
-            self._depth -= 1
-            self._thread_lock.release()
 
     def check(self) -> None:
         """Raise if the lease was lost (a heartbeat found the lock taken over)."""
