@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
+from ragloom.ingest.report import Progress
 
 if TYPE_CHECKING:
     from tests.synthesise.fake_llm import FakeLLMServer
@@ -25,6 +26,21 @@ SHARED = Path(os.environ.get("RAGLOOM_SHARED_DATA", ROOT.parent / "shared" / "da
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+class Tally(Progress):
+    """What an operation reports as it goes (the command line draws these as bars): per stage,
+    the totals announced and the units done."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, int] = {}
+        self.done: dict[str, int] = {}
+
+    def stage(self, name: str, total: int | None) -> None:
+        self.totals[name] = self.totals.get(name, 0) + (total or 0)
+
+    def advance(self, name: str, amount: int = 1) -> None:
+        self.done[name] = self.done.get(name, 0) + amount
 
 
 def shared_data() -> Path:

@@ -18,9 +18,9 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import DistributedIngestError
-from ragloom.ingest import IngestRun, Progress, Work
+from ragloom.ingest import IngestRun, Work
 
-from ..conftest import MATERIALS, fast_settings, shared_data
+from ..conftest import MATERIALS, Tally, fast_settings, shared_data
 from ..store.test_crashes import consistent
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("local_ray")]
@@ -98,30 +98,18 @@ def same_report(local: Any, ray: Any) -> None:
     assert sorted(map(json.dumps, local.documents)) == sorted(map(json.dumps, ray.documents))
 
 
-class Heard(Progress):
-    def __init__(self) -> None:
-        self.stages: dict[str, int] = {}
-        self.advanced: dict[str, int] = {}
-
-    def stage(self, name: str, total: int | None) -> None:
-        self.stages[name] = self.stages.get(name, 0) + (total or 0)
-
-    def advance(self, name: str, amount: int = 1) -> None:
-        self.advanced[name] = self.advanced.get(name, 0) + amount
-
-
 def test_fifty_documents_on_ray_land_exactly_as_a_local_ingest_lands_them(tmp_path: Path) -> None:
     docs = fifty_documents(tmp_path / "docs")
     local, ray = engine_at(tmp_path / "local"), engine_at(tmp_path / "ray")
     first = local.ingest(docs, lens="mixed")
-    heard = Heard()
+    heard = Tally()
     second = ray.ingest(docs, lens="mixed", runner="ray", workers=2, progress=heard)
     assert first.ok and first.added == 50 and first.chunks_written > 100
     same_report(first, second)
     assert_same_workspace(local, ray)
     # The bar heard every document read and every text embedded, from the workers.
-    assert heard.stages["Reading"] == heard.advanced["Reading"] == 50
-    assert heard.stages["Embedding"] == heard.advanced["Embedding"] == first.chunks_embedded + first.sentences_embedded
+    assert heard.totals["Reading"] == heard.done["Reading"] == 50
+    assert heard.totals["Embedding"] == heard.done["Embedding"] == first.chunks_embedded + first.sentences_embedded
     # Edits: new versions whose unchanged chunks keep their vectors, one file gone with --sync.
     for name in ("roadmap-2025.md", "state_of_the_union.md"):
         path = next(docs.rglob(name))

@@ -25,10 +25,9 @@ from ragloom.enrich.llm_context import (
     document_view,
 )
 from ragloom.errors import ConfigError, LLMError
-from ragloom.ingest.report import Progress
 from ragloom.types import Chunk, Document
 
-from ..conftest import fast_settings
+from ..conftest import Tally, fast_settings
 from ..synthesise.fake_llm import FakeLLMServer, Reply, text_reply
 
 pytest.importorskip("anthropic")
@@ -70,18 +69,6 @@ def _folder(tmp_path: Path, **files: str) -> Path:
     for name, text in files.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
-
-
-class Recorder(Progress):
-    def __init__(self) -> None:
-        self.totals: dict[str, int] = {}
-        self.done: dict[str, int] = {}
-
-    def stage(self, name: str, total: int | None) -> None:
-        self.totals[name] = self.totals.get(name, 0) + (total or 0)
-
-    def advance(self, name: str, amount: int = 1) -> None:
-        self.done[name] = self.done.get(name, 0) + amount
 
 
 # -- the pieces ------------------------------------------------------------------------------
@@ -129,7 +116,7 @@ def test_contexts_join_the_prefix_and_are_cached(provider: str, llm_server: Fake
     llm_server.push(text_reply("From the zebrafish harbour guide, on pilotage."))
     engine = _engine(tmp_path, _settings(provider, llm_server, **{"prefix.llm_context_model": "small-model"}),
                      monkeypatch)
-    progress = Recorder()
+    progress = Tally()
     report = engine.ingest(_folder(tmp_path, **{"tides.md": DOC}), lens="engineering", progress=progress)
     assert report.ok, report.failed
     rows = engine.store.chunks("default", columns=["text", "prefix", "contextualized_text", "search_text"])

@@ -11,24 +11,8 @@ from ragloom.embed import HashingEmbedder
 from ragloom.errors import UnknownNameError
 from ragloom.evaluate import SUITES, run_suite
 from ragloom.evaluate.context import STEPS
-from ragloom.ingest.report import Progress
 
-from ..conftest import shared_data
-
-
-class Recorder(Progress):
-    """What a suite reports as it goes (the command line draws these as bars)."""
-
-    def __init__(self) -> None:
-        self.totals: dict[str, int] = {}
-        self.done: dict[str, int] = {}
-        self.messages: list[str] = []
-
-    def stage(self, name: str, total: int | None) -> None:
-        self.totals[name] = self.totals.get(name, 0) + (total or 0)
-
-    def advance(self, name: str, amount: int = 1) -> None:
-        self.done[name] = self.done.get(name, 0) + amount
+from ..conftest import Tally, shared_data
 
 
 @pytest.mark.parametrize("suite", SUITES)
@@ -36,7 +20,7 @@ def test_suite_runs_on_a_slice(suite: str, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     if suite == "chunking":
         pytest.importorskip("langchain_text_splitters")
-    tracker, messages = Recorder(), []
+    tracker, messages = Tally(), []
     result, paths = run_suite(suite, data=shared_data(), out=tmp_path, limit=4, embedder=HashingEmbedder(),
                               tracker=tracker, progress=messages.append)
     # It shows progress: its steps, named and counted to the end, and what it embeds.
