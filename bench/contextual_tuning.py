@@ -14,17 +14,26 @@ embedder (cached in ~/.cache/ragloom/eval) and ragloom's own store and fusion:
   of its file;
 - neighbour evidence: plus ``gamma`` times the better of its two neighbours' scores;
 - query-side identifier splitting (``DiffExecutor`` also as "diff executor" in the BM25 query);
-- the prefix template without its ``Type:`` field (a second index).
+- the prefix template without its ``Type:`` field (a second index);
+- the names a chunk defines added to its prefix (its section path ends with ``defines
+  AVLogGetLevel, ...``; a second index);
+- the question's opening words ("How does the", "What is") dropped before it is embedded;
+- file evidence from a second index holding each file whole (its BM25 and dense ranks fused into
+  a file score added to its chunks');
+- an exact-name boost: a chunk whose file stem or enclosing definition the query names gets a
+  small bonus (a tie-break).
 
 The vector and BM25 rankings of each query are read once (top 200, as the hybrid mode's two
-searches read them) and fused in Python, so the whole grid takes about a minute. Writes
-``bench/results/contextual_tuning.json``.
+searches read them) and fused in Python, so the whole script takes about a minute and a half.
+Writes ``bench/results/contextual_tuning.json`` (``contextual_tuning_report.json`` with
+``--half report``: the same rows on the half they were not chosen on).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import re
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from common import SHARED, save
+from ragloom.chunk.preset import PresetSpan
 from ragloom.config import EmbeddingSettings
 from ragloom.embed import embedder_from_settings
 from ragloom.engine import Engine
@@ -42,17 +52,23 @@ from ragloom.evaluate.context import default_cache
 from ragloom.evaluate.datasets import load_contextual
 from ragloom.evaluate.metrics import pass_at_k
 from ragloom.retrieve.base import reciprocal_rank_fusion
+from ragloom.types import Document
 
 KS = (5, 10, 20)
 DEPTH = 200
 Ranking = list[dict[str, Any]]
 
 
-def rankings(template: str | None, queries: Sequence[str], *, split_queries: bool = False) -> tuple[
+def rankings(template: str | None, queries: Sequence[str], *, split_queries: bool = False,
+             vector_queries: Sequence[str] | None = None,
+             spans_of: Callable[[Document, list[PresetSpan]], list[PresetSpan]] | None = None) -> tuple[
         list[tuple[Ranking, Ranking]], dict[str, tuple[str, int]]]:
-    """(vector rows, BM25 rows) per query, and chunk id -> (file uuid, chunk index)."""
+    """(vector rows, BM25 rows) per query, and chunk id -> (file uuid, chunk index). The vector
+    search asks ``vector_queries`` when given; ``spans_of`` changes each document's chunks."""
     data = load_contextual(SHARED)
     docs, spans, uuid_of = suite.documents(data)
+    if spans_of is not None:
+        spans = {d.document_id: spans_of(d, spans[d.document_id]) for d in docs}
     embedder = embedder_from_settings(EmbeddingSettings().model_copy(update={"cache": True}), default_cache())
     settings = suite._settings("contextual", {})
     if template is not None:
@@ -64,9 +80,9 @@ def rankings(template: str | None, queries: Sequence[str], *, split_queries: boo
         rows = store.chunks("default", columns=["chunk_id", "document_id", "chunk_index"])
         where = {r["chunk_id"]: (uuid_of[r["document_id"]], int(r["chunk_index"])) for r in rows}
         out = []
-        for q in queries:
+        for q, vq in zip(queries, vector_queries or queries, strict=True):
             # The vector ranking as the vector mode makes it (each chunk with its best sentence).
-            vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(q, mode="vector", k=DEPTH)]
+            vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(vq, mode="vector", k=DEPTH)]
             text = store.text_search("default", search_text(q) if split_queries else q, DEPTH)
             out.append((vector, text))
     return out, where
@@ -104,6 +120,60 @@ def convex(alpha: float, candidates: int = 50) -> Ranker:
     return rank
 
 
+#: A definition's name (types, functions, methods) in the common languages, roughly.
+_DEFINES = (
+    re.compile(r"^[ \t]*(?:(?:pub(?:\([^)]*\))?|public|private|protected|static|final|abstract|export|default|async|"
+               r"unsafe|const|virtual|inline|override)\s+)*(?:class|struct|enum|trait|interface|record|namespace|module|"
+               r"impl|fn|def|func|function|type|object|fun)\s+(?:<[^>]*>\s*)?([A-Za-z_]\w*)", re.M),
+    re.compile(r"^[ \t]*(?:[\w:<>\[\],*&]+[ \t]+)+?([A-Za-z_]\w*)[ \t]*\([^;{}]*\)[ \t\w,.]*(?:\{|$)", re.M),
+)
+_NOT_NAMES = {"if", "for", "while", "switch", "return", "catch", "new", "else", "sizeof", "match", "assert", "print"}
+
+
+def defined_names(text: str, limit: int = 10) -> list[str]:
+    """The names the definitions in ``text`` introduce, in order, at most ``limit``."""
+    names: list[str] = []
+    for pattern in _DEFINES:
+        names.extend(m.group(1) for m in pattern.finditer(text) if m.group(1) not in _NOT_NAMES)
+    return list(dict.fromkeys(names))[:limit]
+
+
+def with_defines(document: Document, spans: list[PresetSpan]) -> list[PresetSpan]:
+    """Each chunk's section path ends with the names it defines, so the prefix carries them."""
+    out: list[PresetSpan] = []
+    for start, end, path in spans:
+        names = defined_names(document.text[start:end])
+        out.append((start, end, (*path, "defines " + ", ".join(names)) if names else path))
+    return out
+
+
+def whole_files(document: Document, spans: list[PresetSpan]) -> list[PresetSpan]:
+    """One chunk per file, the whole file."""
+    return [(0, len(document.text), ())]
+
+
+_QUESTION = re.compile(r"^(?:how (?:does|do|can|is|are)|what (?:is|are|does|do)|which|why (?:does|do|is)|"
+                       r"where (?:is|are|does))\s+(?:the\s+|a\s+|an\s+|you\s+|i\s+)?", re.I)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KINDS = {"class", "impl", "fn", "def", "struct", "for", "namespace", "enum", "trait", "interface", "mod", "func",
+          "type", "record", "object", "module", "function"}
+
+
+def query_names(query: str) -> set[str]:
+    """Identifier-like words of a query, lower-cased: an inner capital, an underscore, or backticks."""
+    names = {w.strip("`") for w in re.findall(r"`[^`]+`", query)}
+    names |= {w for w in _NAME.findall(query) if re.search(r"[a-z][A-Z]|_|[A-Z][a-z]+[A-Z]", w)}
+    return {n.rstrip("()").lower() for n in names}
+
+
+def chunk_names(title: str, section_path: str) -> set[str]:
+    """A chunk's file stem and the names of the definitions enclosing it, lower-cased."""
+    names = {title.rsplit("/", 1)[-1].split(".")[0].lower()}
+    for part in section_path.split(" > ") if section_path else ():
+        names |= {w.lower() for w in _NAME.findall(part) if w not in _KINDS}
+    return names
+
+
 def measure(ranker: Ranker, runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Sequence[tuple[str, int]]],
             where: Mapping[str, tuple[str, int]]) -> dict[int, float]:
     scores: dict[int, list[float]] = {k: [] for k in KS}
@@ -112,6 +182,19 @@ def measure(ranker: Ranker, runs: Sequence[tuple[Ranking, Ranking]], golden: Seq
         for k in KS:
             scores[k].append(pass_at_k(list(gold), ranked, k))
     return {k: round(100 * float(np.mean(v)), 1) for k, v in scores.items()}
+
+
+def measure_with(runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Sequence[tuple[str, int]]],
+                 where: Mapping[str, tuple[str, int]], bonuses: Sequence[Mapping[str, float]]) -> dict[int, float]:
+    """The default hybrid fusion with a per-query bonus added to chunks' scores (a chunk outside
+    both retrievers' candidates has its bonus alone)."""
+    def ranked(vector: Ranking, text: Ranking, bonus: Mapping[str, float]) -> list[str]:
+        score = {row["chunk_id"]: s for row, s, _ in reciprocal_rank_fusion(
+            {"vector": vector[:50], "bm25": text[:50]}, k=60)}
+        total = {c: score.get(c, 0.0) + bonus.get(c, 0.0) for c in score.keys() | bonus.keys()}
+        return sorted(total, key=lambda c: (-total[c], c))
+    orders = iter([ranked(v, t, b) for (v, t), b in zip(runs, bonuses, strict=True)])
+    return measure(lambda v, t: next(orders), runs, golden, where)
 
 
 def main() -> None:
@@ -168,6 +251,29 @@ def main() -> None:
     other["prefix without Type, rrf_k 60"] = measure(rrf(), no_type, golden, no_type_where)
     other["prefix without Type, rrf_k 15"] = measure(rrf(15), no_type, golden, no_type_where)
     for name in ("prefix without Type, rrf_k 60", "prefix without Type, rrf_k 15"):
+        print(f"{name:60s} " + "  ".join(f"{other[name][k]:5.1f}" for k in KS))
+    # Tried after the grid, still on this half only (docs/benchmarks.md, "tried on the tuning half").
+    defines, defines_where = rankings(None, texts, spans_of=with_defines)
+    other["prefix + the names the chunk defines"] = measure(rrf(), defines, golden, defines_where)
+    cleaned, _ = rankings(None, texts, vector_queries=[_QUESTION.sub("", t).rstrip("?") for t in texts])
+    other["question words dropped before embedding"] = measure(rrf(), cleaned, golden, where)
+    files, files_where = rankings(None, texts, spans_of=whole_files)
+    file_of = {c: w[0] for c, w in where.items()}
+    for weight in (0.25, 0.5, 1.0):
+        rows = []
+        for file_vector, file_text in files:
+            fused = {files_where[r["chunk_id"]][0]: s for r, s, _ in reciprocal_rank_fusion(
+                {"vector": file_vector, "bm25": file_text}, k=60)}
+            rows.append({c: weight * fused.get(f, 0.0) for c, f in file_of.items()})
+        other[f"file evidence (whole files, rrf), weight {weight}"] = measure_with(runs, golden, where, rows)
+    docs, spans, uuid_of = suite.documents(data)
+    at = {(uuid_of[d.document_id], i): chunk_names(d.title, " > ".join(path))
+          for d in docs for i, (_, _, path) in enumerate(spans[d.document_id])}
+    info = {c: at[w] for c, w in where.items()}
+    for bonus in (0.002, 0.005, 0.01):
+        rows = [{c: bonus * len(query_names(t) & names) for c, names in info.items()} for t in texts]
+        other[f"exact-name bonus {bonus}"] = measure_with(runs, golden, where, rows)
+    for name in [n for n in other if n.startswith(("prefix +", "question", "file evidence", "exact-name"))]:
         print(f"{name:60s} " + "  ".join(f"{other[name][k]:5.1f}" for k in KS))
     results["other"] = other
     print(f"wrote {save(f'contextual_tuning_{args.half}' if args.half != 'tune' else 'contextual_tuning', results)}")
