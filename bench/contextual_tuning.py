@@ -174,14 +174,20 @@ def chunk_names(title: str, section_path: str) -> set[str]:
     return names
 
 
-def measure(ranker: Ranker, runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Sequence[tuple[str, int]]],
-            where: Mapping[str, tuple[str, int]]) -> dict[int, float]:
+def pass_rates(orders: Sequence[Sequence[str]], golden: Sequence[Sequence[tuple[str, int]]],
+               where: Mapping[str, tuple[str, int]]) -> dict[int, float]:
+    """Pass@k in percent of each query's ranked chunk ids."""
     scores: dict[int, list[float]] = {k: [] for k in KS}
-    for (vector, text), gold in zip(runs, golden, strict=True):
-        ranked = [where[c] for c in ranker(vector, text)]
+    for order, gold in zip(orders, golden, strict=True):
+        ranked = [where[c] for c in order]
         for k in KS:
             scores[k].append(pass_at_k(list(gold), ranked, k))
     return {k: round(100 * float(np.mean(v)), 1) for k, v in scores.items()}
+
+
+def measure(ranker: Ranker, runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Sequence[tuple[str, int]]],
+            where: Mapping[str, tuple[str, int]]) -> dict[int, float]:
+    return pass_rates([ranker(vector, text) for vector, text in runs], golden, where)
 
 
 def measure_with(runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Sequence[tuple[str, int]]],
@@ -193,8 +199,7 @@ def measure_with(runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Seque
             {"vector": vector[:50], "bm25": text[:50]}, k=60)}
         total = {c: score.get(c, 0.0) + bonus.get(c, 0.0) for c in score.keys() | bonus.keys()}
         return sorted(total, key=lambda c: (-total[c], c))
-    orders = iter([ranked(v, t, b) for (v, t), b in zip(runs, bonuses, strict=True)])
-    return measure(lambda v, t: next(orders), runs, golden, where)
+    return pass_rates([ranked(v, t, b) for (v, t), b in zip(runs, bonuses, strict=True)], golden, where)
 
 
 def main() -> None:

@@ -78,8 +78,9 @@ def main() -> None:
     results: dict[str, Any] = {"window": WINDOW, "variants": [list(v) for v in VARIANTS]}
     for dataset in args.datasets:
         ctx = EvalContext(data=SHARED, out=Path("/tmp/ragloom-semantic-cuts") / dataset)
-        baseline = [c for c in chunking.configurations() if not c.lift and (
-            c.name.startswith("ragloom boundary") and "contextual" not in c.name or "Recursive" in c.name)]
+        boundary = {"ragloom boundary 250", "ragloom boundary 400", "ragloom boundary 800"}
+        baseline = [c for c in chunking.configurations()
+                    if c.name in boundary or (c.family == "langchain" and "Recursive" in c.name and not c.lift)]
         configs = [semantic_config(ctx, *v) for v in VARIANTS] + baseline
         corpus = str(ROOT / chunking.DOC_CORPUS) if dataset == "docs" else None
         rows = chunking.run(ctx, configs, dataset=dataset, corpus=corpus).rows

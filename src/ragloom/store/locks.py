@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ragloom.errors import WorkspaceLockedError
 
 
-class ReentrantLock:
+class ReentrantLock(ABC):
     """A cross-process lock held re-entrantly by one thread at a time."""
 
     def __init__(self, workspace: str | Path) -> None:
@@ -45,8 +46,11 @@ class ReentrantLock:
             self._depth -= 1
             self._thread_lock.release()
 
+    @abstractmethod
     def _acquire(self, timeout: float, on_wait: Callable[[str], None] | None) -> None:
-        raise NotImplementedError
+        """Take the lock across processes, waiting at most ``timeout`` seconds (``on_wait`` hears
+        that it waits); raise :class:`~ragloom.errors.WorkspaceLockedError` when it cannot."""
 
+    @abstractmethod
     def _release(self) -> None:
-        raise NotImplementedError
+        """Give the lock taken by :meth:`_acquire` back."""
