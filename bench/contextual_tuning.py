@@ -21,10 +21,12 @@ embedder (cached in ~/.cache/ragloom/eval) and ragloom's own store and fusion:
 - file evidence from a second index holding each file whole (its BM25 and dense ranks fused into
   a file score added to its chunks');
 - an exact-name boost: a chunk whose file stem or enclosing definition the query names gets a
-  small bonus (a tie-break).
+  small bonus (a tie-break);
+- pseudo-relevance feedback (Rocchio): the vector search asked again with the query's
+  embedding moved towards the mean of the default ranking's top chunks.
 
 The vector and BM25 rankings of each query are read once (top 200, as the hybrid mode's two
-searches read them) and fused in Python, so the whole script takes about a minute and a half.
+searches read them) and fused in Python, so the whole script takes about two minutes.
 Writes ``bench/results/contextual_tuning.json`` (``contextual_tuning_report.json`` with
 ``--half report``: the same rows on the half they were not chosen on).
 """
@@ -35,7 +37,8 @@ import argparse
 import itertools
 import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +54,9 @@ from ragloom.evaluate import contextual as suite
 from ragloom.evaluate.context import default_cache
 from ragloom.evaluate.datasets import load_contextual
 from ragloom.evaluate.metrics import pass_at_k
-from ragloom.retrieve.base import reciprocal_rank_fusion
+from ragloom.retrieve.base import SearchRequest, reciprocal_rank_fusion
+from ragloom.retrieve.basic import SearchOptions
+from ragloom.retrieve.basic import vector as vector_search
 from ragloom.types import Document
 
 KS = (5, 10, 20)
@@ -59,12 +64,12 @@ DEPTH = 200
 Ranking = list[dict[str, Any]]
 
 
-def rankings(template: str | None, queries: Sequence[str], *, split_queries: bool = False,
-             vector_queries: Sequence[str] | None = None,
-             spans_of: Callable[[Document, list[PresetSpan]], list[PresetSpan]] | None = None) -> tuple[
-        list[tuple[Ranking, Ranking]], dict[str, tuple[str, int]]]:
-    """(vector rows, BM25 rows) per query, and chunk id -> (file uuid, chunk index). The vector
-    search asks ``vector_queries`` when given; ``spans_of`` changes each document's chunks."""
+@contextmanager
+def index(template: str | None = None,
+          spans_of: Callable[[Document, list[PresetSpan]], list[PresetSpan]] | None = None) -> Iterator[
+        tuple[Engine, dict[str, tuple[str, int]]]]:
+    """The contextual set in a fresh workspace, and chunk id -> (file uuid, chunk index);
+    ``template`` replaces the prefix template, ``spans_of`` changes each document's chunks."""
     data = load_contextual(SHARED)
     docs, spans, uuid_of = suite.documents(data)
     if spans_of is not None:
@@ -76,16 +81,49 @@ def rankings(template: str | None, queries: Sequence[str], *, split_queries: boo
     with tempfile.TemporaryDirectory() as tmp:
         engine = Engine(Path(tmp) / "ws", settings=settings, embedder=embedder)
         engine.add_documents(docs, spans=spans)
-        store = engine.store
-        rows = store.chunks("default", columns=["chunk_id", "document_id", "chunk_index"])
-        where = {r["chunk_id"]: (uuid_of[r["document_id"]], int(r["chunk_index"])) for r in rows}
+        rows = engine.store.chunks("default", columns=["chunk_id", "document_id", "chunk_index"])
+        yield engine, {r["chunk_id"]: (uuid_of[r["document_id"]], int(r["chunk_index"])) for r in rows}
+
+
+def rankings(template: str | None, queries: Sequence[str], *, split_queries: bool = False,
+             vector_queries: Sequence[str] | None = None,
+             spans_of: Callable[[Document, list[PresetSpan]], list[PresetSpan]] | None = None) -> tuple[
+        list[tuple[Ranking, Ranking]], dict[str, tuple[str, int]]]:
+    """(vector rows, BM25 rows) per query, and chunk id -> (file uuid, chunk index). The vector
+    search asks ``vector_queries`` when given."""
+    with index(template, spans_of) as (engine, where):
         out = []
         for q, vq in zip(queries, vector_queries or queries, strict=True):
             # The vector ranking as the vector mode makes it (each chunk with its best sentence).
             vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(vq, mode="vector", k=DEPTH)]
-            text = store.text_search("default", search_text(q) if split_queries else q, DEPTH)
+            text = engine.store.text_search("default", search_text(q) if split_queries else q, DEPTH)
             out.append((vector, text))
     return out, where
+
+
+def feedback_rankings(queries: Sequence[str], runs: Sequence[tuple[Ranking, Ranking]],
+                      tries: Sequence[tuple[int, float]]) -> dict[tuple[int, float], list[tuple[Ranking, Ranking]]]:
+    """Pseudo-relevance feedback (Rocchio): for each (m, b) in ``tries``, the vector search asked
+    again with the query's embedding plus ``b`` times the mean embedding of the default hybrid
+    ranking's top ``m`` chunks (normalised), and fused with the same BM25 ranking."""
+    out: dict[tuple[int, float], list[tuple[Ranking, Ranking]]] = {t: [] for t in tries}
+    fused = rrf()
+    with index() as (engine, _):
+        rows = engine.store.chunks("default", columns=["chunk_id", "vector"], with_vectors=True)
+        vectors = {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
+        options = SearchOptions(sentence_weight=engine.settings.retrieval.sentence_weight)
+        for q, (vector_rows, text) in zip(queries, runs, strict=True):
+            order = fused(vector_rows, text)
+            own = np.asarray(engine.embedder.embed_query(q), dtype=np.float32)
+            for m, b in tries:
+                mean = np.mean([vectors[c] / np.linalg.norm(vectors[c]) for c in order[:m]], axis=0)
+                moved = own / np.linalg.norm(own) + b * mean
+                request = SearchRequest(text=q, store=engine.store, embedder=engine.embedder, tenant="default",
+                                        settings=engine.settings, options=options, k=DEPTH,
+                                        query_vector=moved / np.linalg.norm(moved))
+                again = [{"chunk_id": r.chunk_id, "_score": r.score} for r in vector_search(request)]
+                out[(m, b)].append((again, text))
+    return out
 
 
 Ranker = Callable[[Ranking, Ranking], list[str]]
@@ -116,7 +154,7 @@ def convex(alpha: float, candidates: int = 50) -> Ranker:
             return {r["chunk_id"]: float(r["_score"]) / top for r in rows}
         v, t = share(vector[:candidates]), share(text[:candidates])
         score = {c: (1 - alpha) * v.get(c, 0.0) + alpha * t.get(c, 0.0) for c in v.keys() | t.keys()}
-        return sorted(score, key=lambda c: -score[c])
+        return sorted(score, key=lambda c: (-score[c], c))  # ties by id: the union is a set
     return rank
 
 
@@ -278,7 +316,11 @@ def main() -> None:
     for bonus in (0.002, 0.005, 0.01):
         rows = [{c: bonus * len(query_names(t) & names) for c, names in info.items()} for t in texts]
         other[f"exact-name bonus {bonus}"] = measure_with(runs, golden, where, rows)
-    for name in [n for n in other if n.startswith(("prefix +", "question", "file evidence", "exact-name"))]:
+    tries = [(m, b) for m in (3, 5, 10) for b in (0.0, 0.3, 0.6, 1.0) if b or m == 5]
+    for (m, b), moved in feedback_rankings(texts, runs, tries).items():
+        name = "feedback off (the same search, b 0)" if not b else f"feedback, top {m} chunks, b {b}"
+        other[name] = measure(rrf(), moved, golden, where)
+    for name in [n for n in other if n.startswith(("prefix +", "question", "file evidence", "exact-name", "feedback"))]:
         print(f"{name:60s} " + "  ".join(f"{other[name][k]:5.1f}" for k in KS))
     results["other"] = other
     print(f"wrote {save(f'contextual_tuning_{args.half}' if args.half != 'tune' else 'contextual_tuning', results)}")
