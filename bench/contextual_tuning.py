@@ -26,7 +26,8 @@ embedder (cached in ~/.cache/ragloom/eval) and ragloom's own store and fusion:
   embedding moved towards the mean of the default ranking's top chunks.
 
 The vector and BM25 rankings of each query are read once (top 200, as the hybrid mode's two
-searches read them) and fused in Python, so the whole script takes about two minutes.
+searches read them) and fused in Python; the rows that change only the queries share one index.
+The whole script takes a little under two minutes.
 Writes ``bench/results/contextual_tuning.json`` (``contextual_tuning_report.json`` with
 ``--half report``: the same rows on the half they were not chosen on).
 """
@@ -85,44 +86,48 @@ def index(template: str | None = None,
         yield engine, {r["chunk_id"]: (uuid_of[r["document_id"]], int(r["chunk_index"])) for r in rows}
 
 
-def rankings(template: str | None, queries: Sequence[str], *, split_queries: bool = False,
-             vector_queries: Sequence[str] | None = None,
+def search(engine: Engine, queries: Sequence[str], *, split_queries: bool = False,
+           vector_queries: Sequence[str] | None = None) -> list[tuple[Ranking, Ranking]]:
+    """(vector rows, BM25 rows) per query; the vector search asks ``vector_queries`` when given,
+    the BM25 search has the query's identifiers split with ``split_queries``."""
+    out = []
+    for q, vq in zip(queries, vector_queries or queries, strict=True):
+        # The vector ranking as the vector mode makes it (each chunk with its best sentence).
+        vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(vq, mode="vector", k=DEPTH)]
+        text = engine.store.text_search("default", search_text(q) if split_queries else q, DEPTH)
+        out.append((vector, text))
+    return out
+
+
+def rankings(template: str | None, queries: Sequence[str],
              spans_of: Callable[[Document, list[PresetSpan]], list[PresetSpan]] | None = None) -> tuple[
         list[tuple[Ranking, Ranking]], dict[str, tuple[str, int]]]:
-    """(vector rows, BM25 rows) per query, and chunk id -> (file uuid, chunk index). The vector
-    search asks ``vector_queries`` when given."""
+    """:func:`search` in an index of its own (another prefix template, other chunks), and its
+    chunk id -> (file uuid, chunk index)."""
     with index(template, spans_of) as (engine, where):
-        out = []
-        for q, vq in zip(queries, vector_queries or queries, strict=True):
-            # The vector ranking as the vector mode makes it (each chunk with its best sentence).
-            vector = [{"chunk_id": r.chunk_id, "_score": r.score} for r in engine.query(vq, mode="vector", k=DEPTH)]
-            text = engine.store.text_search("default", search_text(q) if split_queries else q, DEPTH)
-            out.append((vector, text))
-    return out, where
+        return search(engine, queries), where
 
 
-def feedback_rankings(queries: Sequence[str], runs: Sequence[tuple[Ranking, Ranking]],
-                      tries: Sequence[tuple[int, float]]) -> dict[tuple[int, float], list[tuple[Ranking, Ranking]]]:
+def feedback(engine: Engine, queries: Sequence[str], runs: Sequence[tuple[Ranking, Ranking]],
+             tries: Sequence[tuple[int, float]]) -> dict[tuple[int, float], list[tuple[Ranking, Ranking]]]:
     """Pseudo-relevance feedback (Rocchio): for each (m, b) in ``tries``, the vector search asked
     again with the query's embedding plus ``b`` times the mean embedding of the default hybrid
     ranking's top ``m`` chunks (normalised), and fused with the same BM25 ranking."""
     out: dict[tuple[int, float], list[tuple[Ranking, Ranking]]] = {t: [] for t in tries}
     fused = rrf()
-    with index() as (engine, _):
-        rows = engine.store.chunks("default", columns=["chunk_id", "vector"], with_vectors=True)
-        vectors = {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) for r in rows}
-        options = SearchOptions(sentence_weight=engine.settings.retrieval.sentence_weight)
-        for q, (vector_rows, text) in zip(queries, runs, strict=True):
-            order = fused(vector_rows, text)
-            own = np.asarray(engine.embedder.embed_query(q), dtype=np.float32)
-            for m, b in tries:
-                mean = np.mean([vectors[c] / np.linalg.norm(vectors[c]) for c in order[:m]], axis=0)
-                moved = own / np.linalg.norm(own) + b * mean
-                request = SearchRequest(text=q, store=engine.store, embedder=engine.embedder, tenant="default",
-                                        settings=engine.settings, options=options, k=DEPTH,
-                                        query_vector=moved / np.linalg.norm(moved))
-                again = [{"chunk_id": r.chunk_id, "_score": r.score} for r in vector_search(request)]
-                out[(m, b)].append((again, text))
+    rows = engine.store.chunks("default", columns=["chunk_id", "vector"], with_vectors=True)
+    unit = {r["chunk_id"]: np.asarray(r["vector"], dtype=np.float32) / np.linalg.norm(r["vector"]) for r in rows}
+    options = SearchOptions(sentence_weight=engine.settings.retrieval.sentence_weight)
+    for q, (vector_rows, text) in zip(queries, runs, strict=True):
+        order = fused(vector_rows, text)
+        own = np.asarray(engine.embedder.embed_query(q), dtype=np.float32)
+        for m, b in tries:
+            moved = own / np.linalg.norm(own) + b * np.mean([unit[c] for c in order[:m]], axis=0)
+            request = SearchRequest(text=q, store=engine.store, embedder=engine.embedder, tenant="default",
+                                    settings=engine.settings, options=options, k=DEPTH,
+                                    query_vector=moved / np.linalg.norm(moved))
+            again = [{"chunk_id": r.chunk_id, "_score": r.score} for r in vector_search(request)]
+            out[(m, b)].append((again, text))
     return out
 
 
@@ -251,7 +256,13 @@ def main() -> None:
     print(f"{args.half} half: {len(chosen)} queries")
     results: dict[str, Any] = {"half": args.half, "queries": len(chosen), "seed": suite.SPLIT_SEED}
 
-    runs, where = rankings(None, texts)
+    # Every row that changes only the queries (or their fusion) searches this one index.
+    tries = [(5, 0.0)] + [(m, b) for m in (3, 5, 10) for b in (0.3, 0.6, 1.0)]
+    with index() as (engine, where):
+        runs = search(engine, texts)
+        split_runs = search(engine, texts, split_queries=True)
+        cleaned = search(engine, texts, vector_queries=[_QUESTION.sub("", t).rstrip("?") for t in texts])
+        moved = feedback(engine, texts, runs, tries)
 
     def row(name: str, ranker: Ranker, store: dict[str, Any], r: Sequence[tuple[Ranking, Ranking]] = runs) -> None:
         store[name] = measure(ranker, r, golden, where)
@@ -287,7 +298,6 @@ def main() -> None:
     for gamma in (0.1, 0.2, 0.5):
         row(f"rrf_k 60 + neighbour evidence, gamma {gamma}", rrf(gamma=gamma, where=where), other)
         row(f"rrf_k 15 + neighbour evidence, gamma {gamma}", rrf(15, gamma=gamma, where=where), other)
-    split_runs, _ = rankings(None, texts, split_queries=True)
     row("query identifiers split, rrf_k 60", rrf(), other, split_runs)
     row("query identifiers split, rrf_k 15", rrf(15), other, split_runs)
     no_type, no_type_where = rankings("[Document: {title} - Section: {section}]", texts)
@@ -298,7 +308,6 @@ def main() -> None:
     # Tried after the grid, still on this half only (docs/benchmarks.md, "tried on the tuning half").
     defines, defines_where = rankings(None, texts, spans_of=with_defines)
     other["prefix + the names the chunk defines"] = measure(rrf(), defines, golden, defines_where)
-    cleaned, _ = rankings(None, texts, vector_queries=[_QUESTION.sub("", t).rstrip("?") for t in texts])
     other["question words dropped before embedding"] = measure(rrf(), cleaned, golden, where)
     files, files_where = rankings(None, texts, spans_of=whole_files)
     file_of = {c: w[0] for c, w in where.items()}
@@ -316,10 +325,9 @@ def main() -> None:
     for bonus in (0.002, 0.005, 0.01):
         rows = [{c: bonus * len(query_names(t) & names) for c, names in info.items()} for t in texts]
         other[f"exact-name bonus {bonus}"] = measure_with(runs, golden, where, rows)
-    tries = [(m, b) for m in (3, 5, 10) for b in (0.0, 0.3, 0.6, 1.0) if b or m == 5]
-    for (m, b), moved in feedback_rankings(texts, runs, tries).items():
+    for (m, b), again in moved.items():
         name = "feedback off (the same search, b 0)" if not b else f"feedback, top {m} chunks, b {b}"
-        other[name] = measure(rrf(), moved, golden, where)
+        other[name] = measure(rrf(), again, golden, where)
     for name in [n for n in other if n.startswith(("prefix +", "question", "file evidence", "exact-name", "feedback"))]:
         print(f"{name:60s} " + "  ".join(f"{other[name][k]:5.1f}" for k in KS))
     results["other"] = other
