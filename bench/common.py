@@ -6,11 +6,18 @@ import json
 import platform
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragloom.evaluate.report import markdown_table as markdown_table  # re-exported for the benchmarks
+
+if TYPE_CHECKING:
+    from ragloom.evaluate.chunking import Config
+    from ragloom.evaluate.context import EvalContext
+    from ragloom.evaluate.datasets import ChunkingEval
+    from ragloom.evaluate.report import SuiteResult
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
@@ -70,3 +77,30 @@ def save(name: str, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"environment": environment(), **data}, indent=2, default=str) + "\n", encoding="utf-8")
     return path
 
+
+
+#: The ``ragloom eval chunking`` rows of the boundary chunker, the baseline of the cut-point scripts.
+BOUNDARY_ROWS = frozenset({"ragloom boundary 250", "ragloom boundary 400", "ragloom boundary 800"})
+
+
+def chunking_variants(label: str, dataset: str, make: Callable[[EvalContext], list[Config]],
+                      ) -> tuple[SuiteResult, ChunkingEval, Callable[[str], str], dict[str, Config]]:
+    """``ragloom eval chunking`` on ``dataset`` with the configurations ``make`` builds, beside the
+    suite's boundary rows and LangChain's recursive splitter; prints the table and returns the
+    result, the data, the part of each corpus and every configuration by name."""
+    from ragloom.evaluate import chunking
+    from ragloom.evaluate.context import EvalContext
+
+    ctx = EvalContext(data=SHARED, out=Path(f"/tmp/ragloom-{label}") / dataset)
+    baseline = [c for c in chunking.configurations()
+                if c.name in BOUNDARY_ROWS or (c.family == "langchain" and "Recursive" in c.name and not c.lift)]
+    configs = make(ctx) + baseline
+    corpus = str(ROOT / chunking.DOC_CORPUS) if dataset == "docs" else None
+    result = chunking.run(ctx, configs, dataset=dataset, corpus=corpus)
+    print(f"\n{dataset}:")
+    for row in result.rows:
+        parts = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if k.startswith(("recall ", "iou ")))
+        print(f"  {row['configuration']:48s} recall {row['recall']:5.1f}  IoU {row['iou']:5.1f}  {parts}  "
+              f"vs recursive {row['vs recursive']}")
+    data, part_of = chunking.load(ctx, dataset, corpus)
+    return result, data, part_of, {c.name: c for c in configs}

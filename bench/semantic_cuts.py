@@ -19,12 +19,11 @@ IoU of the reference spans, "vs recursive" at equal IoU) on both datasets, besid
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from common import ROOT, SHARED, save
+from common import chunking_variants, save
 from ragloom.evaluate import chunking
 from ragloom.evaluate.context import EvalContext
 from ragloom.parse.sentences import sentence_spans
@@ -77,19 +76,8 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, Any] = {"window": WINDOW, "variants": [list(v) for v in VARIANTS]}
     for dataset in args.datasets:
-        ctx = EvalContext(data=SHARED, out=Path("/tmp/ragloom-semantic-cuts") / dataset)
-        boundary = {"ragloom boundary 250", "ragloom boundary 400", "ragloom boundary 800"}
-        baseline = [c for c in chunking.configurations()
-                    if c.name in boundary or (c.family == "langchain" and "Recursive" in c.name and not c.lift)]
-        configs = [semantic_config(ctx, *v) for v in VARIANTS] + baseline
-        corpus = str(ROOT / chunking.DOC_CORPUS) if dataset == "docs" else None
-        rows = chunking.run(ctx, configs, dataset=dataset, corpus=corpus).rows
-        results[dataset] = rows
-        print(f"\n{dataset}:")
-        for row in rows:
-            parts = "  ".join(f"{k} {v:.1f}" for k, v in row.items() if k.startswith(("recall ", "iou ")))
-            print(f"  {row['configuration']:48s} recall {row['recall']:5.1f}  IoU {row['iou']:5.1f}  {parts}  "
-                  f"vs recursive {row['vs recursive']}")
+        result, *_ = chunking_variants("semantic-cuts", dataset, lambda ctx: [semantic_config(ctx, *v) for v in VARIANTS])
+        results[dataset] = result.rows
     print(f"wrote {save('semantic_cuts', results)}")
 
 
