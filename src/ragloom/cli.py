@@ -147,6 +147,11 @@ def _progress(enabled: bool = True) -> Iterator[_RichProgress | None]:
 
 #: Terminal columns below which the ingest bar draws its compact form (fits 80 columns).
 WIDE_BAR = 120
+#: What the ingest bar's other columns take, its label aside, wide and compact: the spinner, the
+#: bar (40 or 12), the percentage (wide), the elapsed time (wide), "ETA" and the time left, the
+#: spaces between them, and two to spare.
+_WIDE_COLUMNS = 71
+_COMPACT_COLUMNS = 30
 
 
 def _short_count(n: int) -> str:
@@ -167,10 +172,12 @@ class _IngestProgress(_RichProgress):
     the texts still to come are estimated from the documents read so far (shown with ≈).
     """
 
-    def __init__(self, progress: Progress, label: str, *, compact: bool = False) -> None:
+    def __init__(self, progress: Progress, label: str, *, compact: bool = False, width: int | None = None) -> None:
         super().__init__(progress)
         self.task = progress.add_task(label, total=None, counts="", visible=False)  # shown once work starts
         self.compact = compact  # counts short enough for an 80-column terminal
+        #: Characters the counts may take on one line of a ``width``-column terminal (None: any).
+        self.room = None if width is None else width - len(label) - (_COMPACT_COLUMNS if compact else _WIDE_COLUMNS)
         self.documents: int | None = None  # documents to read, once known
         self.read = 0
         self.declared = 0  # texts the batches so far said they would embed
@@ -202,17 +209,31 @@ class _IngestProgress(_RichProgress):
         expected = self.declared
         if self.read_at_batch and documents > self.read_at_batch:
             expected = max(expected, round(self.declared * documents / self.read_at_batch))
-        n = _short_count if self.compact else "{:,}".format
-        counts = f"{n(self.read)}/{n(documents)} documents" + ("" if self.compact else " read")
-        if expected:
-            about = "≈" if expected > self.declared else ""
-            counts += f", {n(self.embedded)}/{about}{n(expected)} " + (
-                "embedded" if self.compact else "chunks and sentences embedded")
         written, asked = self.contexts
-        if asked:
-            counts += f", {written:,}/{asked:,} chunk contexts written"
+        # The longest form that fits: numbers and words in full, short numbers (12k), short words,
+        # and last, where a model writes chunk contexts (they take the time), no documents read
+        # (the bar still counts them).
+        forms = [(True, True, True), (True, True, False)]
+        for short, words, read in forms if self.compact else [(False, False, True), (True, False, True), *forms]:
+            counts = self._counts(documents if read else None, expected, short=short, words=words)
+            if self.room is None or len(counts) <= self.room:
+                break
         self.progress.update(self.task, completed=self.read + self.embedded + written,
                              total=documents + expected + asked, counts=counts, visible=True)
+
+    def _counts(self, documents: int | None, expected: int, *, short: bool, words: bool) -> str:
+        """The counts, with numbers in ``short`` form (12k), ``words`` for 80 columns, and the
+        documents read unless ``documents`` is None (only while chunk contexts are written)."""
+        n = _short_count if short else "{:,}".format
+        written, asked = self.contexts
+        parts = [] if documents is None and asked else [
+            f"{n(self.read)}/{n(documents or self.read)} documents" + ("" if words else " read")]
+        if expected:
+            about = "≈" if expected > self.declared else ""
+            parts.append(f"{n(self.embedded)}/{about}{n(expected)} " + ("embedded" if words else "chunks and sentences embedded"))
+        if asked:
+            parts.append(f"{n(written)}/{n(asked)} " + ("contexts" if words else "chunk contexts written"))
+        return ", ".join(parts)
 
 
 @contextmanager
@@ -225,7 +246,7 @@ def _ingest_progress(enabled: bool = True, label: str = "Ingesting") -> Iterator
                *([] if compact else [TaskProgressColumn()]), TextColumn("{task.fields[counts]}"),
                *([] if compact else [TimeElapsedColumn()]), TextColumn("ETA"), TimeRemainingColumn()]
     with Progress(*columns, console=err, transient=False) as bar:
-        yield _IngestProgress(bar, label, compact=compact)
+        yield _IngestProgress(bar, label, compact=compact, width=err.width)
 
 
 def _display_path(path: str) -> str:
