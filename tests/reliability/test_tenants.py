@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from ragloom.cli import app
 from ragloom.engine import Engine
-from ragloom.errors import RagloomError, UnknownChunkError
+from ragloom.errors import InvalidParameterError, RagloomError, UnknownChunkError
 from ragloom.retrieve import mode_names
 from tests.conftest import fast_settings
 
@@ -247,13 +247,16 @@ def test_history_path_with_nul_is_a_clear_error(ws: Workspace) -> None:
         ws.engine.history("notes\x00.md", tenant="alpha")
 
 
-@pytest.mark.parametrize("as_of", ["0999-01-01T00:00:00Z", "9999-12-31T23:59:59-05:00"])
-def test_back_references_at_the_ends_of_the_calendar(ws: Workspace, as_of: str) -> None:
+@pytest.mark.parametrize(("as_of", "error", "message"), [
+    ("0999-01-01T00:00:00Z", UnknownChunkError, "no chunk '.*' in tenant 'alpha'"),  # before it was written
+    ("9999-12-31T23:59:59-05:00", InvalidParameterError, "outside the calendar once converted to UTC; give an earlier"),
+])
+def test_back_references_at_the_ends_of_the_calendar(ws: Workspace, as_of: str, error: type[RagloomError],
+                                                     message: str) -> None:
     chunk = sorted(ws.chunks["alpha"])[0]
-    try:
+    with pytest.raises(error, match=message):
         ws.engine.back_references(chunk, tenant="alpha", as_of=as_of)
-    except RagloomError:
-        pass
+    assert ws.engine.back_references(chunk, tenant="alpha", as_of="9999-12-30T00:00:00Z")  # far ahead, inside the calendar: as now
 
 
 def test_another_tenants_chunk_is_not_found(ws: Workspace) -> None:
