@@ -8,7 +8,9 @@ import pytest
 
 from ragloom.errors import ConfigError
 from ragloom.evaluate.chunking import recall_at, recursive_frontier
-from ragloom.evaluate.datasets import STOPWORDS, keyword_query, load_doc_questions
+from ragloom.evaluate.datasets import STOPWORDS, keyword_query, load_chunking_eval, load_doc_questions
+
+from ..conftest import shared_data
 
 PROSE = ("The scheduler keeps a runnable queue for every processor in the machine. When a task wakes up, "
          "the kernel places it on the queue of the processor that ran it last.\n\n")
@@ -74,3 +76,47 @@ def test_the_chunking_suite_runs_on_the_documentation_corpus_by_part(tmp_path: P
     lifted = next(r for r in result.rows if r["configuration"] == "ragloom boundary 400 + sentence lift")
     assert 0 <= lifted["recall python"] <= 100 and lifted["vs recursive"] != ""
     assert any(n.startswith("Dataset: docs") for n in result.notes)
+
+
+def chroma_layout(root: Path, questions: str = "questions_df.csv") -> Path:
+    """Chroma's general_evaluation_data layout (corpora/ and questions_df.csv), from the shared copy."""
+    import shutil
+
+    source = shared_data() / "chunking-eval"
+    shutil.copytree(source / "corpora", root / "corpora")
+    shutil.copy(source / "questions.csv", root / questions)
+    return root
+
+
+@pytest.mark.parametrize("where", ["shared", "folder", "chroma", "file"])
+def test_the_chunking_evaluation_is_read_from_any_of_its_layouts(tmp_path: Path, where: str) -> None:
+    root = {"shared": shared_data, "folder": lambda: shared_data() / "chunking-eval",
+            "chroma": lambda: chroma_layout(tmp_path), "file": lambda: chroma_layout(tmp_path) / "questions_df.csv"}[where]()
+    data = load_chunking_eval(root)
+    assert set(data.corpora) == {"chatlogs", "state_of_the_union"} and len(data.questions) == 132
+    for q in data.questions:  # every reference span is a place in its corpus, as the questions say
+        assert q.corpus in data.corpora and all(0 <= a < b <= len(data.corpora[q.corpus]) for a, b in q.references)
+
+
+def test_a_chunking_evaluation_that_is_not_there_says_where_it_looked(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"no chunking evaluation at .*corpora/ and questions.csv or questions_df.csv"):
+        load_chunking_eval(tmp_path)
+    root = chroma_layout(tmp_path / "chroma")
+    (root / "corpora" / "chatlogs.md").unlink()
+    with pytest.raises(ConfigError, match=r"does not hold: chatlogs.md; put them there"):
+        load_chunking_eval(root)
+    (root / "questions_df.csv").write_text("question,corpus\nWhat?,chatlogs\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"questions_df.csv \(KeyError: 'references'\); it needs the columns"):
+        load_chunking_eval(root)
+
+
+def test_the_chunking_suite_runs_on_chromas_own_layout(tmp_path: Path) -> None:
+    pytest.importorskip("langchain_text_splitters")
+    pytest.importorskip("matplotlib")
+    from ragloom.embed import HashingEmbedder
+    from ragloom.evaluate import run_suite
+
+    result, _ = run_suite("chunking", data=chroma_layout(tmp_path / "data"), out=tmp_path / "out", limit=4,
+                          embedder=HashingEmbedder())
+    assert any("4 questions over 2 documents" in note for note in result.notes)
+    assert all(0 <= row["recall"] <= 100 for row in result.rows) and any(row["recall"] > 0 for row in result.rows)

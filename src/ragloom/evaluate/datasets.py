@@ -45,15 +45,46 @@ class ChunkingEval:
     questions: tuple[SpanQuestion, ...]
 
 
+#: The names of the question file: the shared folder's, and Chroma's own (``general_evaluation_data``).
+CHUNKING_QUESTIONS = ("questions.csv", "questions_df.csv")
+
+
+def chunking_files(root: Path) -> tuple[Path, Path]:
+    """(corpora folder, question file) of a chunking evaluation: ``root`` is the shared data
+    folder (its ``chunking-eval``), such a folder itself, Chroma's ``general_evaluation_data``
+    (``corpora/`` and ``questions_df.csv``), or a question file with ``corpora/`` beside it."""
+    if root.is_file():
+        return root.parent / "corpora", root
+    for folder in (root / "chunking-eval", root):
+        for name in CHUNKING_QUESTIONS:
+            if (folder / name).is_file() and (folder / "corpora").is_dir():
+                return folder / "corpora", folder / name
+    raise ConfigError(f"no chunking evaluation at {root}: looked for corpora/ and {' or '.join(CHUNKING_QUESTIONS)} "
+                      f"in {root / 'chunking-eval'} and in {root}; pass --data with a folder of that layout "
+                      "(Chroma's general_evaluation_data is one) or its question file")
+
+
 def load_chunking_eval(root: Path, *, limit: int | None = None) -> ChunkingEval:
-    folder = root / "chunking-eval"
-    corpora = {p.stem: p.read_text(encoding="utf-8") for p in sorted((folder / "corpora").glob("*.md"))}
+    """Corpora (``*.md``, by file stem) and questions with reference spans, in Chroma's format:
+    ``question``, ``references`` (a JSON list of ``{content, start_index, end_index}``) and
+    ``corpus_id``; see :func:`chunking_files` for where they may lie."""
+    folder, path = chunking_files(root)
+    corpora = {p.stem: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.md"))}
     questions = []
-    with open(folder / "questions.csv", encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            refs = json.loads(row["references"])
-            spans = tuple((int(r["start_index"]), int(r["end_index"])) for r in refs)
-            questions.append(SpanQuestion(row["question"], row["corpus_id"], spans))
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            for row in csv.DictReader(f):
+                refs = json.loads(row["references"])
+                spans = tuple((int(r["start_index"]), int(r["end_index"])) for r in refs)
+                questions.append(SpanQuestion(row["question"], row["corpus_id"], spans))
+    except (OSError, KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(f"cannot read the chunking questions {path} ({type(exc).__name__}: {exc}); it needs the "
+                          "columns question, references (JSON spans) and corpus_id, as Chroma's questions_df.csv") from exc
+    missing = sorted({q.corpus for q in questions} - set(corpora))
+    if missing:
+        raise ConfigError(f"the questions in {path} ask about corpora that {folder} does not hold: "
+                          f"{', '.join(m + '.md' for m in missing)}; put them there or pass --data with the folder "
+                          "that has them")
     if limit is not None:
         questions = questions[:limit]
     return ChunkingEval(corpora, tuple(questions))
