@@ -1,14 +1,16 @@
-"""The documentation-corpus questions: derived mechanically, reproducible, their spans exact."""
+"""The evaluation datasets: the documentation-corpus questions (derived mechanically, reproducible,
+their spans exact), and the shared sets read from the shared folder or their publishers' layouts."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from ragloom.errors import ConfigError
 from ragloom.evaluate.chunking import recall_at, recursive_frontier
-from ragloom.evaluate.datasets import STOPWORDS, keyword_query, load_chunking_eval, load_doc_questions
+from ragloom.evaluate.datasets import STOPWORDS, keyword_query, load_chunking_eval, load_contextual, load_doc_questions
 
 from ..conftest import shared_data
 
@@ -80,8 +82,6 @@ def test_the_chunking_suite_runs_on_the_documentation_corpus_by_part(tmp_path: P
 
 def chroma_layout(root: Path, questions: str = "questions_df.csv") -> Path:
     """Chroma's general_evaluation_data layout (corpora/ and questions_df.csv), from the shared copy."""
-    import shutil
-
     source = shared_data() / "chunking-eval"
     shutil.copytree(source / "corpora", root / "corpora")
     shutil.copy(source / "questions.csv", root / questions)
@@ -99,7 +99,8 @@ def test_the_chunking_evaluation_is_read_from_any_of_its_layouts(tmp_path: Path,
 
 
 def test_a_chunking_evaluation_that_is_not_there_says_where_it_looked(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"no chunking evaluation at .*corpora/ and questions.csv or questions_df.csv"):
+    with pytest.raises(ConfigError, match=r"no chunking-eval data at .*: looked for corpora and questions.csv or "
+                                          r"corpora and questions_df.csv in .*chunking-eval and in .*; pass --data"):
         load_chunking_eval(tmp_path)
     root = chroma_layout(tmp_path / "chroma")
     (root / "corpora" / "chatlogs.md").unlink()
@@ -120,3 +121,13 @@ def test_the_chunking_suite_runs_on_chromas_own_layout(tmp_path: Path) -> None:
                           embedder=HashingEmbedder())
     assert any("4 questions over 2 documents" in note for note in result.notes)
     assert all(0 <= row["recall"] <= 100 for row in result.rows) and any(row["recall"] > 0 for row in result.rows)
+
+
+def test_the_contextual_set_is_read_from_the_shared_folder_or_anthropics_layout(tmp_path: Path) -> None:
+    for name in ("codebase_chunks.json", "evaluation_set.jsonl"):
+        shutil.copy(shared_data() / "contextual" / name, tmp_path / name)  # the guide's data/ folder
+    shared, own = load_contextual(shared_data()), load_contextual(tmp_path)
+    assert len(own.documents) == 90 and len(own.queries) == 248 and own == shared
+    (tmp_path / "evaluation_set.jsonl").unlink()
+    with pytest.raises(ConfigError, match=r"no contextual data at .*codebase_chunks.json and evaluation_set.jsonl"):
+        load_contextual(tmp_path)

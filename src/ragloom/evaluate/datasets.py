@@ -7,7 +7,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,19 +49,28 @@ class ChunkingEval:
 CHUNKING_QUESTIONS = ("questions.csv", "questions_df.csv")
 
 
+def dataset_folder(root: Path, name: str, layouts: Sequence[Sequence[str]], source: str) -> tuple[Path, Sequence[str]]:
+    """The folder of a dataset and the layout it has: ``root/name`` (``root`` being the shared
+    data folder) or ``root`` itself (the dataset's own folder, as its ``source`` publishes it),
+    whichever holds every entry of one of ``layouts``, tried in order."""
+    for folder in (root / name, root):
+        for entries in layouts:
+            if all((folder / entry).exists() for entry in entries):
+                return folder, entries
+    wanted = " or ".join(" and ".join(entries) for entries in layouts)
+    raise ConfigError(f"no {name} data at {root}: looked for {wanted} in {root / name} and in {root}; "
+                      f"pass --data with the shared data folder or a folder of that layout ({source})")
+
+
 def chunking_files(root: Path) -> tuple[Path, Path]:
     """(corpora folder, question file) of a chunking evaluation: ``root`` is the shared data
     folder (its ``chunking-eval``), such a folder itself, Chroma's ``general_evaluation_data``
     (``corpora/`` and ``questions_df.csv``), or a question file with ``corpora/`` beside it."""
     if root.is_file():
         return root.parent / "corpora", root
-    for folder in (root / "chunking-eval", root):
-        for name in CHUNKING_QUESTIONS:
-            if (folder / name).is_file() and (folder / "corpora").is_dir():
-                return folder / "corpora", folder / name
-    raise ConfigError(f"no chunking evaluation at {root}: looked for corpora/ and {' or '.join(CHUNKING_QUESTIONS)} "
-                      f"in {root / 'chunking-eval'} and in {root}; pass --data with a folder of that layout "
-                      "(Chroma's general_evaluation_data is one) or its question file")
+    folder, (corpora, questions) = dataset_folder(root, "chunking-eval", [("corpora", q) for q in CHUNKING_QUESTIONS],
+                                                  "Chroma's general_evaluation_data is one; or its question file")
+    return folder / corpora, folder / questions
 
 
 def load_chunking_eval(root: Path, *, limit: int | None = None) -> ChunkingEval:
@@ -131,7 +140,11 @@ class ContextualEval:
 
 
 def load_contextual(root: Path, *, limit: int | None = None) -> ContextualEval:
-    folder = root / "contextual"
+    """Anthropic's contextual-retrieval code set: ``root`` is the shared data folder (its
+    ``contextual``) or a folder with ``codebase_chunks.json`` and ``evaluation_set.jsonl``, as
+    the data folder of Anthropic's contextual-embeddings guide has them."""
+    folder, _ = dataset_folder(root, "contextual", [("codebase_chunks.json", "evaluation_set.jsonl")],
+                               "the data folder of Anthropic's contextual-embeddings guide is one")
     raw = json.loads((folder / "codebase_chunks.json").read_text(encoding="utf-8"))
     queries, paths = [], {}
     with open(folder / "evaluation_set.jsonl", encoding="utf-8") as f:
