@@ -215,19 +215,18 @@ class _IngestProgress(_RichProgress):
         # (the bar still counts them).
         forms = [(True, True, True), (True, True, False)]
         for short, words, read in forms if self.compact else [(False, False, True), (True, False, True), *forms]:
-            counts = self._counts(documents if read else None, expected, short=short, words=words)
+            counts = self._counts(documents, expected, short=short, words=words, read=read)
             if self.room is None or len(counts) <= self.room:
                 break
         self.progress.update(self.task, completed=self.read + self.embedded + written,
                              total=documents + expected + asked, counts=counts, visible=True)
 
-    def _counts(self, documents: int | None, expected: int, *, short: bool, words: bool) -> str:
+    def _counts(self, documents: int, expected: int, *, short: bool, words: bool, read: bool) -> str:
         """The counts, with numbers in ``short`` form (12k), ``words`` for 80 columns, and the
-        documents read unless ``documents`` is None (only while chunk contexts are written)."""
+        documents ``read`` (left out only while chunk contexts are written)."""
         n = _short_count if short else "{:,}".format
         written, asked = self.contexts
-        parts = [] if documents is None and asked else [
-            f"{n(self.read)}/{n(documents or self.read)} documents" + ("" if words else " read")]
+        parts = [] if asked and not read else [f"{n(self.read)}/{n(documents)} documents" + ("" if words else " read")]
         if expected:
             about = "≈" if expected > self.declared else ""
             parts.append(f"{n(self.embedded)}/{about}{n(expected)} " + ("embedded" if words else "chunks and sentences embedded"))
