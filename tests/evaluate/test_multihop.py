@@ -43,6 +43,8 @@ def test_the_question_file_is_found_from_a_folder_or_given(tmp_path: Path) -> No
     other.write_text("[]", encoding="utf-8")
     assert question_file(other) == other == question_file(tmp_path)
     assert shared_data(other) == other  # --data FILE reaches the suite as it is
+    with pytest.raises(ConfigError, match=r"--data .*typo.json does not exist; pass the shared data folder"):
+        shared_data(tmp_path / "typo.json")  # never the shared data in its place
     with pytest.raises(ConfigError, match="pass --data FILE"):
         question_file(tmp_path / "missing")
     (tmp_path / "bad.json").write_text("{", encoding="utf-8")

@@ -16,9 +16,14 @@ from ragloom.errors import ConfigError
 
 def shared_data(explicit: str | Path | None = None) -> Path:
     """``explicit``, else ``$RAGLOOM_SHARED_DATA``, else ``../shared/data`` beside the checkout.
-    An explicit file is returned as is (a suite that reads one file, ``multihop``, takes it)."""
-    if explicit and Path(explicit).is_file():
-        return Path(explicit)
+    An explicit file is returned as is (a suite that reads one file, ``multihop``, takes it); an
+    explicit path that does not exist is an error, never a fall back to the shared data."""
+    if explicit:
+        if not Path(explicit).exists():
+            raise ConfigError(f"--data {explicit} does not exist; pass the shared data folder, a dataset's folder "
+                              "or its question file")
+        if Path(explicit).is_file():
+            return Path(explicit)
     candidates = [Path(explicit)] if explicit else []
     if os.environ.get("RAGLOOM_SHARED_DATA"):
         candidates.append(Path(os.environ["RAGLOOM_SHARED_DATA"]))
