@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from ragloom.cli import app
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
+from ragloom.errors import InvalidParameterError
 from ragloom.synthesise import ExtractiveWriter, Report
 from ragloom.writing import SEED_QUERIES, read_queries
 
@@ -152,6 +153,16 @@ def test_cli_ask_streams_and_lists_the_cited_sources(cli_ws: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith("*Extractive answer")
     assert "Sources" in result.stdout and "citations:" in result.stdout
+
+
+def test_an_empty_question_is_an_error_and_an_empty_query_says_so(sample: Engine, cli_ws: Path) -> None:
+    for question in ("", "  \n\t"):
+        with pytest.raises(InvalidParameterError, match="the question is empty: ask something"):
+            sample.ask(question)
+    result = cli("ask", " ", ws=cli_ws)
+    assert result.exit_code == 2 and "the question is empty" in result.output
+    found = sample.query("   ")
+    assert not found.results and "the query is empty: give the words to search for" in found.notes
 
 
 def test_cli_names_a_missing_queries_file(cli_ws: Path, tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction
-from ragloom.errors import ConfigError
+from ragloom.errors import ConfigError, InvalidParameterError
 from ragloom.retrieve.base import unit
 from ragloom.retrieve.window import sentence_index
 from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
@@ -155,6 +155,9 @@ class Writing:
             **options: Any) -> AskResult:  # noqa: ANN401
         """Retrieve, optimise into the budget, write an answer citing [n], check the citations."""
         started = time.perf_counter()
+        if isinstance(question, str) and not question.strip():
+            raise InvalidParameterError("the question is empty: ask something, for example "
+                                        "ragloom ask 'When does offline mode ship?'")
         request = self.queries.request(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of,
                                        budget=budget, k=k, optimize=True, **options)
         result = self.queries.run(request)

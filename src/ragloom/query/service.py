@@ -112,7 +112,9 @@ class QueryService:
         # An empty workspace answers nothing without loading the model to embed the query.
         searchable = request.text.strip() and self.c.store.has_table(CHUNKS)
         results = with_relevance(mode(search), mode.scale) if searchable else []
-        if not results and request.text.strip() and not self.c.store.documents_any():
+        if not request.text.strip():
+            search.notes.append("the query is empty: give the words to search for")
+        elif not results and not self.c.store.documents_any():
             search.notes.append(f"the workspace {self.c.workspace} has no documents yet: ingest some with "
                                 "'ragloom ingest PATH --lens NAME'")
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
