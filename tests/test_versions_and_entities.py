@@ -120,6 +120,9 @@ def test_entities_listing_resolves_aliases(tmp_path: Path, materials: Path) -> N
     engine.ingest(materials / "team-conversational", lens="team-conversational")
     apex = [e for e in engine.entities(type="customer") if e["name"] == "Apex HVAC"][0]
     assert apex["mentions"] >= 4 and "Apex" in apex["aliases"]
+    with pytest.raises(InvalidParameterError, match=r"no entities of type 'custmer' .*its types are: .*customer"):
+        engine.entities(type="custmer")  # a misspelt type is named, not answered with an empty list
+    assert engine.entities(type="customer", lens="team-conversational")  # a type it has, in a lens that has it
 
 
 def test_boundary_chunks_never_split_mentions_in_real_documents(tmp_path: Path, materials: Path) -> None:
@@ -144,6 +147,10 @@ def test_quality_report(engine: Engine, materials: Path) -> None:
                                                   "boundary_respect", "overlap_quality"}
     with pytest.raises(InvalidParameterError, match="has no lens 'nobody'; its lenses are: engineering"):
         engine.quality(lens="nobody")
+    assert engine.quality(worst=0)["worst"] == []
+    for worst in (-1, 2.5, True):
+        with pytest.raises(InvalidParameterError, match=r"worst \(.*\) must be a whole number, 0 or more"):
+            engine.quality(worst=worst)  # type: ignore[arg-type]
 
 
 def test_age_decay() -> None:

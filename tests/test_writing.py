@@ -165,6 +165,14 @@ def test_an_empty_question_is_an_error_and_an_empty_query_says_so(sample: Engine
     assert not found.results and "the query is empty: give the words to search for" in found.notes
 
 
+def test_a_report_budget_below_the_reserve_is_refused_before_any_retrieval(sample: Engine) -> None:
+    steps: list[str] = []
+    with pytest.raises(InvalidParameterError, match=r"budget \(10\) must be larger than "
+                                                    r"context_optimization.reserve_tokens"):
+        sample.generate(budget=10, progress=lambda message, done, total: steps.append(message))
+    assert steps == []
+
+
 def test_cli_names_a_missing_queries_file(cli_ws: Path, tmp_path: Path) -> None:
     result = cli("generate", "--queries", str(tmp_path / "none.txt"), ws=cli_ws)
     assert result.exit_code == 2 and "none.txt" in result.output and "one query per line" in result.output

@@ -12,9 +12,9 @@ import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.enrich.backrefs import BackReference, back_references
-from ragloom.errors import UnknownChunkError
+from ragloom.errors import InvalidParameterError, UnknownChunkError
 from ragloom.ids import is_prefix, pick
-from ragloom.query.result import as_of_moment
+from ragloom.query.result import as_of_moment, shown
 
 if TYPE_CHECKING:
     from ragloom.components import Components
@@ -105,12 +105,21 @@ class Insights:
             entry["lenses"].add(m["lens"])
             if m["text"] != m["canonical"]:
                 entry["aliases"].add(m["text"])
+        if type is not None and not table:
+            # A type no entity of the tenant has (in any lens) is a misspelling to report, as a lens is.
+            types = sorted({m["type"] for m in self.c.store.mentions(tenant, as_of=as_of)})
+            if types and type not in types:
+                raise InvalidParameterError(f"no entities of type {shown(type)} in the workspace {self.c.workspace} "
+                                            f"(tenant {tenant!r}); its types are: {', '.join(types)}")
         rows = [{**e, "documents": len(e["documents"]), "aliases": sorted(e["aliases"]), "lenses": sorted(e["lenses"])}
                 for e in table.values()]
         return sorted(rows, key=lambda e: (-e["mentions"], e["name"]))
 
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""
+        if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
+            raise InvalidParameterError(f"worst ({shown(worst)}) must be a whole number, 0 or more: how many of the "
+                                        "lowest-scored chunks to list")
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, [lens] if lens else None)
         rows = self.c.store.chunks(tenant, lenses=[lens] if lens else None,

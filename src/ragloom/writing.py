@@ -171,6 +171,7 @@ class Writing:
                  progress: Progress | None = None, on_text: OnText | None = None) -> Report:
         """The synthesis report (see the module docstring); saved under ``reports/`` and to ``out``."""
         started = time.perf_counter()
+        self.queries.check_budget(budget)  # before the retrieval it would otherwise follow
         writer = self._for(writer, tenant, as_of)
         asked = list(queries) if queries else list(SEED_QUERIES)
         if context.strip():

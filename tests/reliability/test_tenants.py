@@ -289,6 +289,9 @@ REAL, HOSTILE, ANSWERED = 700, 300, 250
 #: Reads that take a lens refuse one the tenant does not have (a hostile value, or the other
 #: tenant's lens), so fewer of their cases are answered.
 ANSWERED_WITH_LENS = 100
+#: The entities read refuses a type no entity of the tenant has, too: a third filter (73 answered
+#: of the 1,000 cases when it came in, against 175 before).
+ANSWERED_WITH_LENS_AND_TYPE = 50
 #: Hypothesis never repeats an input, so a read whose only arguments are a tenant and a lens has
 #: few distinct answerable cases: each real tenant with no lens, "" or a lens of its own (ten), and
 #: hostile tenant names without a lens.
@@ -326,8 +329,10 @@ def test_history_property(ws: Workspace) -> None:
 
 @pytest.mark.slow
 def test_entities_property(ws: Workspace) -> None:
-    exercise(lambda **kw: check_entities(ws, **kw), lens=reads_lenses, kind=st.one_of(st.none(), values),
-             answered=ANSWERED_WITH_LENS)
+    # A type no entity of the tenant has is refused, as a lens is: the tenants' own types (their
+    # documents mention products and dates) come up as often as no type and as hostile ones.
+    kinds = st.one_of(st.none(), st.sampled_from(["product", "date"]), values)
+    exercise(lambda **kw: check_entities(ws, **kw), lens=reads_lenses, kind=kinds, answered=ANSWERED_WITH_LENS_AND_TYPE)
 
 
 @pytest.mark.slow

@@ -67,15 +67,11 @@ class QueryService:
             raise InvalidParameterError(f"mode {shown(name)} is not a retrieval mode; "
                                         "see ragloom.retrieve.mode_names()")
         retriever = get_mode(name)
-        for label, value in (("k", k), ("budget", budget)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise InvalidParameterError(f"{label} must be a whole number, not {shown(value)}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+            raise InvalidParameterError(f"k must be a whole number, not {shown(k)}")
         if k is not None and k < 1:
             raise InvalidParameterError(f"k ({k}) must be at least 1: the number of results to return")
-        reserve = self.c.settings.context_optimization.reserve_tokens
-        if budget is not None and budget <= reserve:
-            raise InvalidParameterError(
-                f"budget ({budget}) must be larger than context_optimization.reserve_tokens ({reserve})")
+        self.check_budget(budget)
         if organize is not None and (not isinstance(organize, str) or len(organize) > 64):
             raise InvalidParameterError(f"organize {shown(organize)} is not an organisation strategy")
         optimize = optimize or budget is not None or organize is not None
@@ -96,6 +92,19 @@ class QueryService:
             as_of=moment, dated=dated,
             budget=budget, organize=organize, optimize=optimize,
         )
+
+    def check_budget(self, budget: int | None) -> None:
+        """Raise unless ``budget`` (tokens of context) is None or a whole number above the reserve."""
+        from ragloom.errors import InvalidParameterError
+
+        if budget is None:
+            return
+        if isinstance(budget, bool) or not isinstance(budget, int):
+            raise InvalidParameterError(f"budget must be a whole number, not {shown(budget)}")
+        reserve = self.c.settings.context_optimization.reserve_tokens
+        if budget <= reserve:
+            raise InvalidParameterError(
+                f"budget ({budget}) must be larger than context_optimization.reserve_tokens ({reserve})")
 
     def _search(self, request: QueryRequest) -> SearchRequest:
         graph = GraphMaintainer(self.c)
