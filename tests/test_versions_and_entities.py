@@ -151,6 +151,13 @@ def test_quality_report(engine: Engine, materials: Path) -> None:
     for worst in (-1, 2.5, True):
         with pytest.raises(InvalidParameterError, match=r"worst \(.*\) must be a whole number, 0 or more"):
             engine.quality(worst=worst)  # type: ignore[arg-type]
+    chunk = engine.quality(worst=1)["worst"][0]["chunk_id"]
+    for read in (lambda n: engine.back_references(chunk, limit=n), lambda n: engine.contradictions(limit=n),
+                 lambda n: engine.graph().show(chunk, limit=n)):
+        with pytest.raises(InvalidParameterError, match=r"limit \(-1\) must be a whole number, 0 or more"):
+            read(-1)  # never the list without its last entries
+        empty = read(0)
+        assert (empty["relations"] if isinstance(empty, dict) else empty) == []
 
 
 def test_age_decay() -> None:

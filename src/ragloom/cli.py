@@ -685,7 +685,7 @@ def quality(
 def entities(
     type_: Annotated[str | None, typer.Option("--type", help="Only this entity type.")] = None,
     lens: Annotated[str | None, typer.Option("--lens", "-l")] = None,
-    limit: Annotated[int, typer.Option("--limit", "-n")] = 30,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=0)] = 30,
     tenant: TenantOpt = None,
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,

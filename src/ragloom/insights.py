@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
+from ragloom.checks import check_count, shown
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.errors import InvalidParameterError, UnknownChunkError
 from ragloom.ids import is_prefix, pick
-from ragloom.query.result import as_of_moment, shown
+from ragloom.query.result import as_of_moment
 
 if TYPE_CHECKING:
     from ragloom.components import Components
@@ -32,6 +33,7 @@ class Insights:
                        lenses: Sequence[str] | None = None, chunk_ids: Sequence[str] | None = None) -> list[Contradiction]:
         """Concrete conflicts between lenses: among ``chunk_ids``, the chunks about ``topic``,
         or the whole workspace."""
+        check_count("limit", limit, "how many contradictions to list (None: all)")
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, lenses)
         store = self.c.store
@@ -68,6 +70,7 @@ class Insights:
     def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,
                         limit: int | None = None) -> list[BackReference]:
         """For each entity the chunk mentions, up to ``limit`` other chunks that mention it."""
+        check_count("limit", limit, "how many other chunks to list for each entity (None: entities.back_references)")
         tenant = self.c.tenant(tenant)
         moment = as_of_moment(as_of)
         store = self.c.store
@@ -117,9 +120,7 @@ class Insights:
 
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""
-        if isinstance(worst, bool) or not isinstance(worst, int) or worst < 0:
-            raise InvalidParameterError(f"worst ({shown(worst)}) must be a whole number, 0 or more: how many of the "
-                                        "lowest-scored chunks to list")
+        check_count("worst", worst, "how many of the lowest-scored chunks to list")
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, [lens] if lens else None)
         rows = self.c.store.chunks(tenant, lenses=[lens] if lens else None,

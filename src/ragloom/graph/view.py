@@ -11,6 +11,7 @@ from typing import Any
 
 import networkx as nx
 
+from ragloom.checks import check_count
 from ragloom.config import GraphSettings
 from ragloom.errors import UnknownChunkError
 from ragloom.graph.build import FIXED_WEIGHTS, SAME_LENS, SAME_SOURCE, Edge
@@ -149,6 +150,7 @@ class ContextGraph:
     def show(self, node: str, *, limit: int = 20) -> dict[str, Any]:
         """A node's attributes and its strongest relations (stored ones first), each naming the
         neighbour (short id, document, section) so that a reader can walk on."""
+        check_count("limit", limit, "how many relations to show")
         node = self.resolve(node)
         if node not in self.graph:
             raise UnknownChunkError(node, "the graph")

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from ragloom.checks import shown as shown  # re-exported: the query layer's messages use it
 from ragloom.context import OptimizedContext
 from ragloom.errors import InvalidParameterError
 from ragloom.store.filters import DateRange
@@ -22,12 +23,6 @@ def parse_time(value: str) -> datetime:
             f"as_of {value!r} is not an ISO 8601 time; write it like 2026-03-01T00:00:00Z"
         ) from None
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def shown(value: object) -> str:
-    """A value for an error message, shortened: a 1 MB argument makes a one-line error."""
-    text = repr(value)
-    return text if len(text) <= 80 else f"{text[:60]}… ({len(text)} characters)"
 
 
 def as_of_moment(as_of: datetime | str | None) -> datetime | None:
