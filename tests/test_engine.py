@@ -279,6 +279,8 @@ def test_clear_one_lens_then_everything(engine: Engine, materials: Path) -> None
     ingest_all(engine, materials)
     assert engine.clear(lens="engineering") == 3
     assert "engineering" not in engine.stats()["lenses"]
+    with pytest.raises(InvalidParameterError, match=r"has no lens 'engineering'; its lenses are: business-framework"):
+        engine.clear(lens="engineering")  # gone, or misspelt: named, not "removed 0"
     engine.clear()
     assert engine.stats()["documents"] == 0 and engine.workspace.manifest() is None
 

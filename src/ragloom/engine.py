@@ -185,7 +185,10 @@ class Engine:
     def clear(self, *, lens: str | None = None, tenant: str | None = None) -> int:
         """Delete the tenant's documents (of one lens, if given) with all their versions."""
         store = self.store
-        removed = store.clear(self.components.tenant(tenant), lens=lens)
+        tenant = self.components.tenant(tenant)
+        removed = store.clear(tenant, lens=lens)
+        if lens is not None and not removed:  # a misspelt lens removed nothing: say so, naming the lenses
+            self.components.check_lenses(tenant, [lens])
         if lens is None and not store.documents_any():
             self.workspace.forget()
         return removed
