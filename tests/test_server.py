@@ -212,6 +212,9 @@ def test_other_errors(served: tuple[httpx.Client, Engine, list[dict[str, Any]]])
     assert "body.text: Field required" in typo.json()["detail"] and "body.txt" in typo.json()["detail"]
     assert client.post("/query", content=b"{not json", headers={"content-type": "application/json"}).status_code == 422
     assert client.post("/ask", json={"question": "x", "mode": "nope"}).json()["error"] == "UnknownNameError"
+    empty = client.post("/ask", json={"question": "  "})
+    assert empty.status_code == 400 and empty.json()["detail"].startswith("the question is empty")
+    assert client.get("/contradictions", params={"limit": -1}).status_code == 422  # the API bounds it before the engine does
     assert client.post("/ingest", json={"paths": [], "lens": "x"}).status_code == 422
     bad_lens = client.post("/ingest", json={"paths": [str(MATERIALS)], "lens": "bad lens"})
     assert bad_lens.status_code == 400 and "lens" in bad_lens.json()["detail"]
