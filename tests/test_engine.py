@@ -14,7 +14,13 @@ import pytest
 
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
-from ragloom.errors import EmbeddingError, InvalidParameterError, UnknownNameError, WorkspaceMismatchWarning
+from ragloom.errors import (
+    EmbeddingError,
+    InvalidParameterError,
+    NothingToIngestError,
+    UnknownNameError,
+    WorkspaceMismatchWarning,
+)
 from ragloom.store.lance import LanceStore
 
 from .conftest import fast_settings
@@ -273,6 +279,12 @@ def test_tenants_do_not_see_each_other(engine: Engine, tmp_path: Path) -> None:
     for mode in ("bm25", "vector", "hybrid"):
         assert len(engine.query("merger", mode=mode, tenant="globex")) == 0
     assert engine.stats(tenant="globex")["documents"] == 0
+
+
+def test_an_empty_list_of_paths_is_nothing_to_ingest(engine: Engine) -> None:
+    for paths in ([], ()):
+        with pytest.raises(NothingToIngestError, match="nothing to ingest: no paths were given; pass one or more"):
+            engine.ingest(paths, lens="x")
 
 
 def test_clear_one_lens_then_everything(engine: Engine, materials: Path) -> None:

@@ -120,6 +120,8 @@ def test_user_queries_and_context_shape_the_report(sample: Engine, tmp_path: Pat
     assert [s.query for s in report.sections] == [*queries, "We must decide what ships in Q3 2025."]
     assert out.is_file() and out.with_suffix(".json").is_file()
     assert "We must decide what ships in Q3 2025." in out.read_text(encoding="utf-8")
+    bare = sample.generate(queries=queries, context=None)  # no focus: None is as good as ""
+    assert [s.query for s in bare.sections] == queries
 
 
 def cli(*args: str, ws: Path, env: dict[str, str] | None = None):  # noqa: ANN201

@@ -262,7 +262,7 @@ class Engine:
         return self.writing.ask(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of, budget=budget, k=k,
                                 writer=writer, on_text=on_text, **options)
 
-    def generate(self, *, context: str = "", queries: Sequence[str] | None = None, title: str | None = None,
+    def generate(self, *, context: str | None = "", queries: Sequence[str] | None = None, title: str | None = None,
                  tenant: str | None = None, lenses: Sequence[str] | None = None, as_of: datetime | str | None = None,
                  budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
                  progress: Callable[[str, int, int], None] | None = None,

@@ -165,7 +165,7 @@ class Writing:
         answer = self._for(writer, tenant, as_of).answer(question, number_sources(chunks), on_text=on_text)
         return AskResult(answer, result, time.perf_counter() - started)
 
-    def generate(self, *, context: str = "", queries: Sequence[str] | None = None, title: str = DEFAULT_TITLE,
+    def generate(self, *, context: str | None = "", queries: Sequence[str] | None = None, title: str = DEFAULT_TITLE,
                  tenant: str | None = None, lenses: Sequence[str] | None = None, as_of: datetime | str | None = None,
                  budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
                  progress: Progress | None = None, on_text: OnText | None = None) -> Report:
@@ -174,6 +174,7 @@ class Writing:
         self.queries.check_budget(budget)  # before the retrieval it would otherwise follow
         writer = self._for(writer, tenant, as_of)
         asked = list(queries) if queries else list(SEED_QUERIES)
+        context = context or ""  # None, as from an API caller with no focus, is no context
         if context.strip():
             asked.append(" ".join(context.split()))
         tenant = self.c.tenant(tenant)

@@ -200,6 +200,8 @@ class IngestPipeline:
         lens = validate_name("lens", lens)
         tenant = self.c.tenant(tenant)
         paths = [paths] if isinstance(paths, str | Path) else list(paths)
+        if not paths:
+            raise NothingToIngestError("nothing to ingest: no paths were given; pass one or more files or folders")
         s = self.c.settings.ingest
         skipped: Counter[str] = Counter()
         found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden, skipped=skipped)
