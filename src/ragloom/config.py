@@ -357,12 +357,14 @@ class Settings(_Section):
         c = self.chunking
         if c.chunk_overlap >= c.chunk_size:
             raise ValueError(
-                f"chunking.chunk_overlap ({c.chunk_overlap}) must be smaller than chunking.chunk_size ({c.chunk_size})"
+                f"chunking.chunk_overlap ({c.chunk_overlap}) must be smaller than chunking.chunk_size ({c.chunk_size}); "
+                "lower the overlap or raise the size"
             )
         if not c.min_size <= c.target_size <= c.max_size:
             raise ValueError(
-                f"chunking sizes must satisfy min_size ({c.min_size}) <= target_size ({c.target_size}) "
-                f"<= max_size ({c.max_size})"
+                f"chunking sizes must satisfy chunking.min_size ({c.min_size}) <= chunking.target_size "
+                f"({c.target_size}) <= chunking.max_size ({c.max_size}); set target_size between the other two, "
+                "or move min_size and max_size around it"
             )
         return self
 

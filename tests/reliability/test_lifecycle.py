@@ -142,6 +142,21 @@ def test_unknown_key_in_a_file_names_the_file_and_the_section_keys(tmp_path: Pat
         Settings.load(tmp_path, environ={})
 
 
+@pytest.mark.parametrize(("toml", "expected"), [
+    ("[chunking]\ntarget_size = 10\n",
+     "chunking.min_size (500) <= chunking.target_size (10) <= chunking.max_size (1200); set target_size between"),
+    ("[chunking]\nchunk_overlap = 2000\n",
+     "chunking.chunk_overlap (2000) must be smaller than chunking.chunk_size (1024); lower the overlap"),
+])
+def test_a_check_across_settings_names_the_keys_the_file_and_the_fix(tmp_path: Path, toml: str,
+                                                                     expected: str) -> None:
+    (tmp_path / "ragloom.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        Settings.load(tmp_path, environ={})
+    assert expected in str(info.value)
+    assert str(info.value).endswith(f"(from {tmp_path / 'ragloom.toml'})")
+
+
 def test_ingest_limits_are_settings_with_descriptions() -> None:
     fields = Settings.model_fields["ingest"].annotation.model_fields  # type: ignore[union-attr]
     for key, default in (("max_file_mb", 50.0), ("max_text_mb", 10.0), ("max_unpacked_mb", 256.0),
