@@ -143,6 +143,11 @@ def test_scan_reads_each_file_once_and_reports_what_is_not_a_document(tmp_path: 
     # an explicit FIFO is never opened either (a read would block this test forever)
     with pytest.raises(NotRegularFileError):
         load_file(docs / "pipe.md", lens="x")
+    # a folder given where one file is read says so, whatever its name ends with
+    (docs / "notes.md").mkdir()
+    for folder in (docs / "sub", docs / "notes.md"):
+        with pytest.raises(NotRegularFileError, match="it is a folder; .*ingest the folder"):
+            load_file(folder, lens="x")
 
 
 def test_names_that_are_not_utf8_or_have_newlines(tmp_path: Path) -> None:

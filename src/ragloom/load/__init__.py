@@ -167,6 +167,9 @@ def check_file(path: Path, limits: Limits) -> os.stat_result:
     problem = name_problem(path)
     if problem is not None:
         raise problem
+    if path.is_dir():  # before the extension, which a folder rarely has
+        raise NotRegularFileError(display_path(path), "it is a folder; one file is read here",
+                                  fix="name one file in it, or ingest the folder ('ragloom ingest FOLDER --lens NAME')")
     media_type_of(path)  # an unsupported extension fails before anything is read
     try:
         stat = path.stat()
