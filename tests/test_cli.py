@@ -171,7 +171,7 @@ def test_clear_and_delete_refuse_without_yes_when_input_is_not_a_terminal(tmp_pa
 def test_delete_command_tombstones_and_ingest_restores(tmp_path: Path) -> None:
     ws, folder = _ingested(tmp_path)
     result = run("delete", str(folder / "a.md"), "--yes", ws=ws)
-    assert result.exit_code == 0 and "deleted 1 of 1 documents named (history kept)" in result.stdout
+    assert result.exit_code == 0 and "deleted 1 document (history kept)" in result.stdout
     assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 1
     found = json.loads(run("query", "apples red sweet", "--mode", "bm25", "--json", ws=ws).stdout)["results"]
     assert all(not r["source_path"].endswith("a.md") for r in found)
@@ -183,8 +183,24 @@ def test_delete_command_tombstones_and_ingest_restores(tmp_path: Path) -> None:
         (1, "create", "created with 1 chunk"), (2, "delete", "deleted"), (3, "update", "restored")]
     table = run("history", str(folder / "a.md"), ws=ws).stdout
     assert "restored" in table and "deleted" in table
+
+
+def test_delete_a_folder_deletes_every_document_under_it_even_once_gone(tmp_path: Path) -> None:
+    ws, folder = _ingested(tmp_path)
+    (folder / "sub").mkdir()
+    (folder / "sub" / "c.md").write_text("# Cherries\n\nCherries are dark red.\n", encoding="utf-8")
+    (tmp_path / "docs-old").mkdir()  # a sibling whose name starts like the folder's stays
+    (tmp_path / "docs-old" / "d.md").write_text("# Dates\n\nDates are brown.\n", encoding="utf-8")
+    assert run("ingest", str(folder), str(tmp_path / "docs-old"), "--lens", "x", ws=ws).exit_code == 0
+    (folder / "sub" / "c.md").unlink()
+    (folder / "sub").rmdir()
+    result = run("delete", str(folder / "sub") + "/", "--yes", ws=ws)
+    assert result.exit_code == 0 and "deleted 1 document (history kept)" in result.stdout
+    result = run("delete", str(folder), "--yes", ws=ws)
+    assert result.exit_code == 0 and "deleted 2 documents (history kept)" in result.stdout
+    assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 1
     doc_id = json.loads(run("query", "bananas", "--json", ws=ws).stdout)["results"][0]["document_id"]
-    assert "deleted 1 of 1" in run("delete", doc_id, "-y", ws=ws).stdout
+    assert "deleted 1 document (history kept)" in run("delete", doc_id, "-y", ws=ws).stdout
 
 
 def _in_a_terminal(args: list[str], answer: str) -> tuple[int, str]:

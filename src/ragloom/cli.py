@@ -588,7 +588,8 @@ def clear(
 
 @app.command()
 def delete(
-    documents: Annotated[list[str], typer.Argument(help="File paths (as ingested) or document ids.", show_default=False)],
+    documents: Annotated[list[str], typer.Argument(help="File paths (as ingested), folders (every document under "
+                                                   "them) or document ids.", show_default=False)],
     tenant: TenantOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask (needed when input is not a terminal).")] = False,
     workspace: WorkspaceOpt = None,
@@ -611,7 +612,7 @@ def delete(
         err.print(f"[bold red]error:[/] no current document matches {escape(shown)}; nothing deleted "
                   "(give paths as ingested, or ids from 'ragloom query --json')")
         raise typer.Exit(1)
-    console.print(f"deleted {deleted} of {len(documents)} documents named (history kept)")
+    console.print(f"deleted {count_of(deleted, 'document')} (history kept)")
 
 
 @app.command()

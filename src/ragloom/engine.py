@@ -178,7 +178,8 @@ class Engine:
         return self.pipeline.reindex(progress=progress)
 
     def delete(self, documents: str | Path | Iterable[str | Path], *, tenant: str | None = None) -> int:
-        """Mark documents deleted (file paths or document ids); their history is kept."""
+        """Mark documents deleted (file paths, folders for every document under them, or
+        document ids); their history is kept. Returns how many were deleted."""
         items = [documents] if isinstance(documents, str | Path) else list(documents)
         return self.pipeline.delete([str(d) for d in items], tenant=tenant)
 

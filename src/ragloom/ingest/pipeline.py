@@ -321,14 +321,17 @@ class IngestPipeline:
         return self._remove(gone, tenant, at)
 
     def delete(self, documents: Iterable[str], *, tenant: str | None = None) -> int:
-        """Mark documents deleted (by source path, as given or resolved, or document id): their
-        history stays, as-of queries still see them before now. Returns how many were current."""
+        """Mark documents deleted (by source path, as given or resolved, or document id; a folder
+        names every document under it, whether or not it is still on disk): their history
+        stays, as-of queries still see them before now. Returns how many were current."""
         tenant = self.c.tenant(tenant)
         wanted = {str(d) for d in documents}
         wanted |= {real_path(Path(w)) for w in list(wanted)}
+        folders = tuple(w.rstrip("/") + "/" for w in wanted if w.rstrip("/"))
         with self.c.store.writer():
             rows = [r for r in self.c.store.documents(tenant)
-                    if r["document_id"] in wanted or r["source_path"] in wanted]
+                    if r["document_id"] in wanted or r["source_path"] in wanted
+                    or r["source_path"].startswith(folders)]
             return self._remove(rows, tenant, datetime.now(UTC), summary="deleted")
 
     def _remove(self, rows: Sequence[Mapping[str, Any]], tenant: str, at: datetime, *,
