@@ -80,6 +80,7 @@ def test_every_contradiction_found_is_in_the_report_with_both_sides(sample: Engi
 def test_the_report_is_saved_as_markdown_and_json(sample: Engine, report: Report) -> None:
     saved = sorted((sample.workspace.path / "reports").glob("*"))
     assert {p.suffix for p in saved} == {".md", ".json"}
+    assert sorted(report.saved) == saved  # the report says where it went
     data = json.loads(saved[-1].with_suffix(".json").read_text(encoding="utf-8"))
     assert {"sections", "timeline", "contradictions", "open_questions", "sources", "stats", "citations"} <= data.keys()
     stats = data["stats"]
@@ -234,3 +235,18 @@ def test_the_extractive_writer_weighs_meaning_from_the_sentence_index(sample: En
     writer = sample.writing._for(None, None, None)
     assert isinstance(writer, ExtractiveWriter) and writer.closeness is not None
     assert sample.writing._for(None, None, "2025-01-01").closeness is None  # type: ignore[attr-defined]
+
+
+def test_reports_of_one_title_in_one_second_keep_both_and_say_where(sample: Engine, report: Report,
+                                                                     tmp_path: Path) -> None:
+    first = sample.writing.save(report)
+    second = sample.writing.save(report, tmp_path / "out" / "roadmap.md")
+    stems = [report.saved[0].stem, first[0].stem, second[0].stem]
+    assert len(set(stems)) == 3 and stems[1].startswith(stems[0]) and stems[2].startswith(stems[0])
+    assert all(p.is_file() for p in [*report.saved, *first, *second])
+    assert second[2:] == [tmp_path / "out" / "roadmap.md", tmp_path / "out" / "roadmap.json"]
+    result = CliRunner().invoke(app, ["generate", "--out", str(tmp_path / "cli.md"), "--workspace",
+                                      str(sample.workspace.path)], env={"COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    wrote = [line.strip() for line in result.stdout.splitlines() if line.strip().startswith("wrote ")]
+    assert len(wrote) == 2 and wrote[1] == f"wrote {tmp_path / 'cli.md'} and its .json"

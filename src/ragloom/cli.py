@@ -525,7 +525,6 @@ def _generate(engine: Engine, writer: Any, *, show: bool, stream: bool, **kwargs
 
         report = engine.generate(writer=writer, progress=progress, on_text=_stream(stream), **kwargs)
     if show:
-        saved = sorted((engine.workspace.path / "reports").glob("*.md"))[-1]
         heard = sorted({lens for s in report.sections for lens in s.lenses_heard})
         console.print(f"[bold]{escape(report.title)}[/]: {len(report.sections)} sections, "
                       f"{len(report.citations.valid)} of {len(report.sources)} sources cited, lenses heard: "
@@ -534,7 +533,8 @@ def _generate(engine: Engine, writer: Any, *, show: bool, stream: bool, **kwargs
                       f"[dim]({'extractive' if report.extractive else writer.name}, {report.stats.get('seconds', 0):.1f}s)[/]")
         colour = "green" if report.citations.ok else "red"
         console.print(f"  [{colour}]citations: {escape(report.citations.summary())}[/]")
-        console.print(f"  wrote {escape(_display_path(str(saved)))} and its .json")
+        for saved in (p for p in report.saved if p.suffix == ".md"):
+            console.print(f"  wrote {escape(_display_path(str(saved)))} and its .json")
     return report
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -217,8 +217,7 @@ class Writing:
         )
         timings["write"] = time.perf_counter() - t0
         report = _with_timings(report, timings, time.perf_counter() - started)
-        self.save(report, out)
-        return report
+        return replace(report, saved=tuple(self.save(report, out)))
 
     def _retrieve(self, query: str, *, tenant: str, lenses: Sequence[str] | None,
                   as_of: datetime | str | None) -> _Found:
@@ -252,8 +251,13 @@ class Writing:
     def save(self, report: Report, out: str | Path | None = None) -> list[Path]:
         """Markdown and JSON under ``<workspace>/reports/`` (and at ``out``); returns the paths."""
         stamp = report.generated_at.astimezone(UTC).strftime("%Y%m%d-%H%M%S")
+        folder = self.c.workspace.path / "reports"
         stem = f"{stamp}-{_slug(report.title)}"
-        paths = list(report.save(self.c.workspace.path / "reports", stem))
+        for n in range(2, 1000):  # two reports of one title in one second keep both
+            if not (folder / f"{stem}.md").exists():
+                break
+            stem = f"{stamp}-{_slug(report.title)}-{n}"
+        paths = list(report.save(folder, stem))
         if out is not None:
             target = Path(out)
             paths += report.save(target.parent, target.stem if target.suffix in (".md", ".json") else target.name)
@@ -287,8 +291,6 @@ def _writer_context(context: str, contradictions: Sequence[Contradiction]) -> st
 
 
 def _with_timings(report: Report, timings: dict[str, float], seconds: float) -> Report:
-    from dataclasses import replace
-
     stats = {**report.stats, "timings": {k: round(v, 3) for k, v in timings.items()}, "seconds": round(seconds, 3)}
     return replace(report, stats=stats)
 

@@ -140,6 +140,8 @@ class Report:
     sources: tuple[Source, ...]
     stats: Mapping[str, Any] = field(default_factory=dict)
     citations: Citations = field(default_factory=Citations)
+    #: where :meth:`ragloom.Engine.generate` wrote it (Markdown and JSON, each place); not in the files
+    saved: tuple[Path, ...] = ()
 
     def to_markdown(self) -> str:
         """The report as Markdown: label, title, context, sections, timeline, contradictions,

@@ -77,7 +77,8 @@ def show(report: Report, *, key: str) -> None:
 
 def show_job(job: Job) -> None:
     report: Report = job.result
-    st.markdown(f"**{report.title}** · written in {job.seconds:.1f}s · saved under `{rt.workspace / 'reports'}`")
+    where = report.saved[0] if report.saved else rt.workspace / "reports"
+    st.markdown(f"**{report.title}** · written in {job.seconds:.1f}s · saved as `{where}`")
     show(report, key=f"job-{job.id}")
 
 
