@@ -277,7 +277,11 @@ def test_tenants_do_not_see_each_other(engine: Engine, tmp_path: Path) -> None:
     engine.ingest(folder, lens="x", tenant="acme")
     assert len(engine.query("merger", mode="bm25", tenant="acme")) == 1
     for mode in ("bm25", "vector", "hybrid"):
-        assert len(engine.query("merger", mode=mode, tenant="globex")) == 0
+        found = engine.query("merger", mode=mode, tenant="globex")
+        assert len(found) == 0 and found.notes == [
+            f"tenant 'globex' has no documents in the workspace {engine.workspace}; check --tenant (or the tenant "
+            "setting), or ingest with it"]  # the other tenants are not named
+    assert engine.query("nothing like it", mode="bm25", tenant="acme").notes == []
     assert engine.stats(tenant="globex")["documents"] == 0
 
 
@@ -348,3 +352,9 @@ def test_a_document_missing_chunks_is_not_unchanged(engine: Engine, tmp_path: Pa
     again = engine.ingest(folder, lens="x")
     assert (again.unchanged, again.updated) == (0, 1)
     assert engine.stats()["chunks"] == whole
+
+
+@pytest.mark.parametrize("path", [None, "bad\0name.md", 5])
+def test_history_of_a_path_that_cannot_be_resolved_is_an_error_naming_it(engine: Engine, path: object) -> None:
+    with pytest.raises(InvalidParameterError, match="history: the path .* cannot be resolved"):
+        engine.history(path)  # type: ignore[arg-type]

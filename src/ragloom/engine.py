@@ -295,7 +295,7 @@ class Engine:
         tenant = self.components.tenant(tenant)
         try:
             source = Path(path).resolve().as_posix()
-        except (OSError, ValueError, RuntimeError) as exc:  # a NUL in the path, a symlink loop
+        except (OSError, ValueError, RuntimeError, TypeError) as exc:  # a NUL in the path, a symlink loop, None
             raise InvalidParameterError(f"history: the path {str(path)[:200]!r} cannot be resolved ({exc}); "
                                         "give the path of an ingested file") from None
         return self.store.history(tenant, document_id(tenant, source))
