@@ -391,7 +391,7 @@ def create_app(engine: "Engine", *, warm: bool = True) -> "FastAPI":
 
 
 @contextmanager
-def _listening(host: str, port: int) -> Iterator[socket.socket]:
+def listening(host: str, port: int) -> Iterator[socket.socket]:
     """A socket bound to ``host:port``, or a ConfigError that says why not (before any model loads)."""
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -430,7 +430,7 @@ def serve(workspace: str | Path | None = None, *, config: str | Path | None = No
 
     engine = engine or Engine(workspace, config_file=config)
     server = uvicorn.Server(uvicorn.Config(create_app(engine), log_level=log_level, timeout_graceful_shutdown=10))
-    with _listening(host, port) as sock:
+    with listening(host, port) as sock:
         bound = sock.getsockname()[1]
         shown = "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
         (announce or _print)(f"ragloom serve: http://{shown}:{bound}  (workspace {engine.workspace.path}; "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -108,6 +109,17 @@ def test_launch_command_serves_the_app_headless_without_telemetry() -> None:
 def test_launch_refuses_a_missing_config_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         launch(tmp_path / "ws", config=tmp_path / "nope.toml", port=8600)
+
+
+def test_launch_says_when_the_port_is_taken_or_the_host_unknown_before_starting_streamlit(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(ConfigError, match=rf"cannot listen on 127.0.0.1:{port} .*pick another --port"):
+            launch(tmp_path / "ws", port=port)
+    with pytest.raises(ConfigError, match="--host 'nosuchhost.invalid' is not an address of this machine"):
+        launch(tmp_path / "ws", port=8600, host="nosuchhost.invalid")
 
 
 def test_every_edge_type_has_a_colour_and_a_meaning() -> None:

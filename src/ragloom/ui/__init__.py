@@ -61,6 +61,10 @@ def launch(workspace: str | Path | None = None, *, config: str | Path | None = N
         if not config_path.is_file():
             raise ConfigError(f"config file {config} does not exist; pass an existing TOML file")
         env["RAGLOOM_CONFIG"] = str(config_path)
+    from ragloom.server import listening
+
+    with listening(host, port):  # a taken port or an unknown host is said here, in ragloom's words
+        pass
     shown = "localhost" if host in ("0.0.0.0", "::", "") else host
     print(f"ragloom ui: http://{shown}:{port}  (workspace {path}; Ctrl-C to stop)", flush=True)
     process = subprocess.Popen(streamlit_command(port=port, host=host), env=env)
