@@ -842,7 +842,7 @@ def eval_(
     precision: Annotated[str | None, typer.Option("--precision", help="onnx: fp32 or int8.")] = None,
     model: Annotated[str | None, typer.Option("--model", help="Embedding model (minilm-static, a folder).")] = None,
     setting: Annotated[list[str] | None, typer.Option("--set", help="A setting over the suite's own, "
-                                                      "section.key=value (repeatable; windows suite).")] = None,
+                                                      "section.key=value (repeatable; every suite but chunking).")] = None,
     option: Annotated[list[str] | None, typer.Option("--option", help="The suite's own option, name=value "
                                                      "(repeatable): contextual split=tune, report, all or several, "
                                                      "comma-separated (default report,all).")] = None,

