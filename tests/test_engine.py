@@ -279,8 +279,8 @@ def test_tenants_do_not_see_each_other(engine: Engine, tmp_path: Path) -> None:
     for mode in ("bm25", "vector", "hybrid"):
         found = engine.query("merger", mode=mode, tenant="globex")
         assert len(found) == 0 and found.notes == [
-            f"tenant 'globex' has no documents in the workspace {engine.workspace}; check --tenant (or the tenant "
-            "setting), or ingest with it"]  # the other tenants are not named
+            f"tenant 'globex' has no documents in the workspace {engine.workspace}; check the tenant's name, or "
+            "ingest into it"]  # the other tenants are not named
     assert engine.query("nothing like it", mode="bm25", tenant="acme").notes == []
     assert engine.stats(tenant="globex")["documents"] == 0
 

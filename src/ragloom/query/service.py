@@ -128,7 +128,7 @@ class QueryService:
                                 "'ragloom ingest PATH --lens NAME'")
         elif not results and request.tenant not in self.c.store.tenants():  # other tenants are not named
             search.notes.append(f"tenant {request.tenant!r} has no documents in the workspace {self.c.workspace}; "
-                                "check --tenant (or the tenant setting), or ingest with it")
+                                "check the tenant's name, or ingest into it")
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
                              self.c.warnings(), timings=search.timings, dated=request.dated)
         for stage in self.post_stages:
