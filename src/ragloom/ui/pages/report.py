@@ -77,8 +77,9 @@ def show(report: Report, *, key: str) -> None:
 
 def show_job(job: Job) -> None:
     report: Report = job.result
-    where = report.saved[0] if report.saved else rt.workspace / "reports"
-    st.markdown(f"**{report.title}** · written in {job.seconds:.1f}s · saved as `{where}`")
+    where = report.saved[0].name if report.saved else ""
+    st.markdown(f"**{report.title}** · written in {job.seconds:.1f}s · saved as "
+                f"`reports/{where}`", help=str(report.saved[0]) if report.saved else None)
     show(report, key=f"job-{job.id}")
 
 
