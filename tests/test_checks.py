@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragloom.checks import check_count, shown
+from ragloom.checks import check_count, check_known, shown
 from ragloom.errors import InvalidParameterError
 
 
@@ -33,3 +33,17 @@ def test_shown_is_the_value_itself_or_its_shortened_repr(value: object) -> None:
         assert text == full
     else:  # a 1 MB argument makes a one-line error
         assert text.startswith(full[:60]) and f"({len(full)} characters)" in text and len(text) < 100
+
+
+@given(st.lists(st.sampled_from(["alpha", "beta", "gamma"]), max_size=5))
+def test_known_names_pass(names: list[str]) -> None:
+    check_known(names, ["alpha", "beta", "gamma"], "option", "mode 'x'")
+
+
+def test_an_unknown_name_is_refused_with_the_closest_and_every_valid_one() -> None:
+    with pytest.raises(InvalidParameterError) as info:
+        check_known(["alpha", "gama"], ["gamma", "alpha", "beta"], "option", "mode 'x'")
+    assert str(info.value) == ("unknown option 'gama' for mode 'x' (did you mean 'gamma'?); valid options: alpha, "
+                               "beta, gamma")
+    with pytest.raises(InvalidParameterError, match=r"^unknown parameter 'zzz' for y; valid parameters: none$"):
+        check_known(["zzz"], [], "parameter", "y")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import inspect
 import threading
 import zlib
 from abc import ABC, abstractmethod
@@ -10,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ragloom.checks import check_known
 from ragloom.errors import InvalidParameterError
 from ragloom.parse.sections import MERGE_SECTIONS as MERGE_SECTIONS
 from ragloom.parse.sections import MIN_CHUNK_CHARS as MIN_CHUNK_CHARS
@@ -107,6 +109,17 @@ class Protected:
         return self.containing(cut) is None
 
 
+def _within(spans: Sequence[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """``spans`` clipped to a text of ``length`` characters; one that ends before it starts is an error."""
+    clipped = []
+    for a, b in spans:
+        if b < a:
+            raise InvalidParameterError(f"protected span ({a}, {b}) ends before it starts; give (start, end) "
+                                        "character offsets into the text")
+        clipped.append((max(0, min(int(a), length)), max(0, min(int(b), length))))
+    return clipped
+
+
 class Chunker(ABC):
     """Splits a document within its sections. Offsets are exact: ``text[start:end] == chunk.text``.
 
@@ -133,21 +146,30 @@ class Chunker(ABC):
 
     @classmethod
     def build(cls, **params: Any) -> Chunker:  # noqa: ANN401
-        """``cls(**params)``, or the instance already built with the same parameters."""
+        """``cls(**params)``, or the instance already built with the same parameters; a
+        parameter the strategy does not take is an error that names those it does."""
         try:
             key = (cls, tuple(sorted(params.items())))
             hash(key)
         except TypeError:  # an unhashable parameter (a tokenizer object, say): build afresh
-            return cls(**params)
+            return cls._checked(**params)
         with _BUILT_LOCK:
             found = _BUILT.get(key)
         if found is None:
-            found = cls(**params)
+            found = cls._checked(**params)
             with _BUILT_LOCK:
                 if len(_BUILT) >= _BUILT_MAX:
                     _BUILT.clear()
                 _BUILT[key] = found
         return found
+
+    @classmethod
+    def _checked(cls, **params: Any) -> Chunker:  # noqa: ANN401
+        accepted = inspect.signature(cls).parameters.values()
+        if all(p.kind is not inspect.Parameter.VAR_KEYWORD for p in accepted):
+            check_known(params, [p.name for p in accepted if p.kind is not inspect.Parameter.VAR_POSITIONAL],
+                        "parameter", f"chunking strategy {cls.name!r}")
+        return cls(**params)
 
     @abstractmethod
     def size_model(self) -> SizeModel:
@@ -170,7 +192,7 @@ class Chunker(ABC):
         if self.merge_limit_chars or self.min_chunk_chars:
             sections = merge_sections(text, sections, limit_chars=self.merge_limit_chars,
                                       min_chars=self.min_chunk_chars)
-        guard = Protected(protected)
+        guard = Protected(_within(protected, len(text)))
         per_section = [(section, self.split_section(text, section.start, section.end, guard)) for section in sections]
         total = sum(len(spans) for _, spans in per_section)
         chunks: list[Chunk] = []

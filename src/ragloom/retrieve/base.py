@@ -12,7 +12,6 @@ Other packages add modes through the ``ragloom.modes`` entry point group.
 
 from __future__ import annotations
 
-import difflib
 import time
 import types
 import typing
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
+from ragloom.checks import check_known
 from ragloom.config import Settings
 from ragloom.embed.base import Embedder, normalize_rows
 from ragloom.errors import InvalidParameterError
@@ -51,14 +51,7 @@ class ModeOptions:
     @classmethod
     def build(cls: type[OptionsT], settings: Settings, given: Mapping[str, Any], *, mode: str = "") -> OptionsT:
         """The options with ``given`` over the settings' defaults, each checked by type."""
-        names = [f.name for f in fields(cls)]
-        for key in given:
-            if key not in names:
-                close = difflib.get_close_matches(key, names, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
-                valid = ", ".join(sorted(names)) or "none"
-                raise InvalidParameterError(
-                    f"unknown option {key!r} for retrieval mode {mode or cls.__name__!r}{hint}; valid options: {valid}")
+        check_known(given, [f.name for f in fields(cls)], "option", f"retrieval mode {mode or cls.__name__!r}")
         values = {**cls.defaults(settings), **given}
         hints = typing.get_type_hints(cls)
         for f in fields(cls):
