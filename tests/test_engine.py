@@ -15,9 +15,11 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import (
+    ConfigError,
     EmbeddingError,
     InvalidParameterError,
     NothingToIngestError,
+    StoreError,
     UnknownNameError,
     WorkspaceMismatchWarning,
 )
@@ -358,3 +360,37 @@ def test_a_document_missing_chunks_is_not_unchanged(engine: Engine, tmp_path: Pa
 def test_history_of_a_path_that_cannot_be_resolved_is_an_error_naming_it(engine: Engine, path: object) -> None:
     with pytest.raises(InvalidParameterError, match="history: the path .* cannot be resolved"):
         engine.history(path)  # type: ignore[arg-type]
+
+
+def test_a_query_by_another_embedder_says_the_dimensions_differ(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# Apples\n\nApples are red.\n", encoding="utf-8")
+    engine.ingest(folder, lens="x")
+    other = Engine(engine.workspace.path, settings=fast_settings(), embedder=HashingEmbedder(dim=64))
+    for mode in ("vector", "hybrid", "dynamic"):
+        with pytest.raises(StoreError, match="holds 384-dimensional vectors but the embedder makes 64-dimensional "
+                                             "ones; run 'ragloom reindex'"):
+            other.query("apples", mode=mode)
+    assert len(other.query("apples", mode="bm25")) == 1  # words need no vectors
+
+
+def test_a_workspace_that_is_a_file_is_refused_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("x", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"the workspace .*notes.md is a file, not a folder; name a folder"):
+        Engine(tmp_path / "notes.md", settings=fast_settings(), embedder=HashingEmbedder())
+
+
+def test_settings_given_as_a_mapping_change_the_workspace_ones(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "ragloom.toml").write_text("[retrieval]\nk = 7\n", encoding="utf-8")
+    for given in ({"retrieval.k": 3, "embedding.model": "hashing"}, {"retrieval": {"k": 3}}):
+        settings = Engine(tmp_path / "ws", settings=given, embedder=HashingEmbedder()).settings
+        assert settings.retrieval.k == 3
+    assert Engine(tmp_path / "ws", embedder=HashingEmbedder()).settings.retrieval.k == 7
+    assert Engine(tmp_path / "ws", settings={}, embedder=HashingEmbedder()).settings.retrieval.k == 7
+    with pytest.raises(ConfigError, match=r"retrieval.k: Input should be greater than or equal to 1 \(from the "
+                                          r"settings given in code\)"):
+        Engine(tmp_path / "ws", settings={"retrieval.k": 0}, embedder=HashingEmbedder())
+    with pytest.raises(InvalidParameterError, match="settings must be a Settings or a mapping of settings, not int"):
+        Engine(tmp_path / "ws", settings=5, embedder=HashingEmbedder())  # type: ignore[arg-type]

@@ -396,7 +396,7 @@ class Settings(_Section):
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc, files, overrides_from)) from exc
+            raise ConfigError(_explain(exc, files, overrides_from, _nest(overrides or {}))) from exc
 
     def with_overrides(self, **dotted: Any) -> Settings:
         """A copy with ``section__key=value`` (or ``section={...}``) settings replaced."""
@@ -552,8 +552,15 @@ def _unknown_key(parts: Sequence[str], model: type[BaseModel], origin: str) -> s
     return f"unknown setting {key!r} (from {origin}); {hint}the keys of {where} are: {_section_keys(model)}{extra}"
 
 
-def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_IN_CODE) -> str:
-    """Where a setting came from: the TOML files that set it, or its environment variable."""
+def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_IN_CODE,
+            overridden: Mapping[str, Any] | None = None) -> str:
+    """Where a setting came from: ``given`` when the overrides set it (they win), else the TOML
+    files that set it, or its environment variable; "" when none did (a default)."""
+    node: Any = overridden or {}
+    for part in loc:
+        node = node.get(part) if isinstance(node, Mapping) and isinstance(part, str) else None
+    if node is not None and overridden:
+        return given
     found = []
     for path in files:
         try:
@@ -567,19 +574,20 @@ def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_
     variable = ENV_PREFIX + "__".join(str(p).upper() for p in loc)
     if variable in _ENVIRON_SEEN.get():
         found.append(f"the environment variable {variable}")
-    return " and ".join(found) if found else given
+    return " and ".join(found)
 
 
 _SETTING_KEY = re.compile(r"\b[a-z_]+\.[a-z_]+\b")
 
 
-def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE) -> str:
+def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE,
+             overridden: Mapping[str, Any] | None = None) -> str:
     """One message for every problem: the key, where it was set, and what is valid (an unknown
     key lists the valid keys of its section)."""
     problems = []
     for err in exc.errors():
         loc = [p for p in err["loc"] if isinstance(p, str | int)]
-        origin = _origin(loc, files, given) if loc else ""
+        origin = (_origin(loc, files, given, overridden) or given) if loc else ""
         if err["type"] == "extra_forbidden":
             model: type[BaseModel] = Settings
             for part in loc[:-1]:
@@ -593,7 +601,7 @@ def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE
             # A check across settings (overlap against size): name where the keys it speaks of came from.
             message = str(err["msg"]).removeprefix("Value error, ")
             keys = [k.split(".") for k in dict.fromkeys(_SETTING_KEY.findall(message))]
-            origins = sorted({o for k in keys if (o := _origin(k, files, given)) != GIVEN_IN_CODE})
+            origins = sorted({o for k in keys if (o := _origin(k, files, given, overridden))})
             problems.append(message + (f" (from {' and '.join(origins)})" if origins else ""))
             continue
         key = ".".join(str(p) for p in loc)

@@ -52,13 +52,22 @@ class Engine:
     first use; pass any object with ``name``, ``dim``, ``embed(texts)`` and
     ``embed_query(text)`` to use it instead (long texts are windowed when it declares
     ``max_tokens``).
+
+    ``settings`` are the workspace's (its ``ragloom.toml``, ``config_file``, the environment)
+    unless given: a :class:`~ragloom.config.Settings` is used as it is, a mapping
+    (``{"retrieval": {"k": 8}}`` or ``{"retrieval.k": 8}``) changes the workspace's.
     """
 
-    def __init__(self, workspace: str | Path | Workspace | None = None, *, settings: Settings | None = None,
+    def __init__(self, workspace: str | Path | Workspace | None = None, *,
+                 settings: Settings | Mapping[str, Any] | None = None,
                  embedder: Embedder | None = None, config_file: str | Path | None = None) -> None:
         space = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
-        self.components = Components(space, settings or Settings.load(space.path, config_file=config_file),
-                                     embedder=embedder)
+        if not isinstance(settings, Settings):
+            if settings is not None and not isinstance(settings, Mapping):
+                raise InvalidParameterError(f"settings must be a Settings or a mapping of settings, not "
+                                            f"{type(settings).__name__}")
+            settings = Settings.load(space.path, config_file=config_file, overrides=settings)
+        self.components = Components(space, settings, embedder=embedder)
         #: The ingest stages, in order: insert your own with ``engine.pipeline.insert(stage, after="parse")``.
         self.pipeline = IngestPipeline(self.components)
         #: Queries; ``engine.queries.post_stages`` is the list run after retrieval.

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.config import CONFIG_FILENAME, DEFAULT_WORKSPACE, Settings, index_signature, signature_differences
+from ragloom.errors import ConfigError
 from ragloom.store.remote import ObjectFiles, is_remote, join, mirror_folder, normalize
 
 MANIFEST = "index.json"
@@ -42,6 +43,14 @@ def workspace_location(path: str | Path | None = None) -> str | Path:
     return normalize(raw) if is_remote(raw) else Path(raw)
 
 
+def check_folder(location: Path) -> Path:
+    """``location``, unless something other than a folder is there (a ConfigError says so)."""
+    if location.exists() and not location.is_dir():
+        raise ConfigError(f"the workspace {location} is a file, not a folder; name a folder with --workspace or "
+                          f"RAGLOOM_WORKSPACE (a new one is made on the first ingest), for example {DEFAULT_WORKSPACE}")
+    return location
+
+
 class Workspace:
     def __init__(self, path: str | Path | None = None) -> None:
         location = workspace_location(path)
@@ -54,7 +63,7 @@ class Workspace:
             self._files = ObjectFiles(location)
             self._pull()
         else:
-            self.path = location
+            self.path = check_folder(location)
             self.uri = str(location)
 
     def __str__(self) -> str:

@@ -848,9 +848,13 @@ class LanceStore:
         # 64 ms over a million sentences): a current query without lenses, whose filter keeps
         # nearly every row, filters the nearest 2k instead, and filters first only when that
         # leaves fewer than k (many superseded versions, another tenant's rows).
-        rows = search(False, 2 * k) if indexed and lenses is None and as_of is None and dated is None else []
-        if len(rows) < k:
-            rows = search(True, k)
+        try:
+            rows = search(False, 2 * k) if indexed and lenses is None and as_of is None and dated is None else []
+            if len(rows) < k:
+                rows = search(True, k)
+        except ValueError:
+            self._check_dim(handle, int(np.asarray(vector).shape[-1]))  # a query of another model: say so
+            raise
         for row in rows:
             row["_score"] = 1.0 - float(row.pop("_distance"))
         return rows

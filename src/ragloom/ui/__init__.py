@@ -15,7 +15,7 @@ from types import FrameType
 from typing import Any
 
 from ragloom.errors import ConfigError, MissingExtraError
-from ragloom.workspace import resolve_workspace
+from ragloom.workspace import check_folder, resolve_workspace
 
 __all__ = ["APP", "launch", "streamlit_command"]
 
@@ -53,7 +53,7 @@ def launch(workspace: str | Path | None = None, *, config: str | Path | None = N
     if not 0 < port < 65536:
         raise ConfigError(f"--port ({port}) must be between 1 and 65535")
     env = dict(os.environ)
-    path = resolve_workspace(workspace).resolve()
+    path = check_folder(resolve_workspace(workspace).resolve())
     env["RAGLOOM_WORKSPACE"] = str(path)
     env.setdefault("STREAMLIT_CLIENT_TOOLBAR_MODE", "minimal")  # no "Deploy" button in a local tool
     if config is not None:
