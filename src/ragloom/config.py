@@ -552,24 +552,27 @@ def _unknown_key(parts: Sequence[str], model: type[BaseModel], origin: str) -> s
     return f"unknown setting {key!r} (from {origin}); {hint}the keys of {where} are: {_section_keys(model)}{extra}"
 
 
+def _sets(data: Mapping[str, Any], loc: Sequence[str | int]) -> bool:
+    """Whether the nested ``data`` holds a value at ``loc`` (``["retrieval", "k"]``)."""
+    node: Any = data
+    for part in loc:
+        node = node.get(part) if isinstance(node, Mapping) and isinstance(part, str) else None
+    return node is not None
+
+
 def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_IN_CODE,
             overridden: Mapping[str, Any] | None = None) -> str:
     """Where a setting came from: ``given`` when the overrides set it (they win), else the TOML
     files that set it, or its environment variable; "" when none did (a default)."""
-    node: Any = overridden or {}
-    for part in loc:
-        node = node.get(part) if isinstance(node, Mapping) and isinstance(part, str) else None
-    if node is not None and overridden:
+    if overridden and _sets(overridden, loc):
         return given
     found = []
     for path in files:
         try:
-            node: Any = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+            data = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         except (OSError, tomllib.TOMLDecodeError):
             continue
-        for part in loc:
-            node = node.get(part) if isinstance(node, Mapping) and isinstance(part, str) else None
-        if node is not None:
+        if _sets(data, loc):
             found.append(str(path))
     variable = ENV_PREFIX + "__".join(str(p).upper() for p in loc)
     if variable in _ENVIRON_SEEN.get():
