@@ -777,8 +777,8 @@ def graph_show(chunk_id: Annotated[str, typer.Argument(help="A chunk id, or its 
     console.print(f"[dim]\\[{node['short_id']}][/] [bold]{escape(node['source_name'])}[/] › "
                   f"{escape(node['section_path'])} [magenta]{node['lens']}[/] "
                   f"(chunk {node['chunk_index'] + 1} of {node['total_chunks']}, {node['token_count']} tokens)")
-    console.print(f"  key terms: {escape(', '.join(node['key_terms']))}")
-    console.print(f"  time references: {escape(', '.join(node['time_references']))}")
+    console.print(f"  key terms: {escape(', '.join(node['key_terms'])) or '[dim]none[/]'}")
+    console.print(f"  time references: {escape(', '.join(node['time_references'])) or '[dim]none[/]'}")
     console.print(f"  {escape(' '.join(node['content_preview'].split()))}")
     for r in node["relations"]:
         extra = r.get("shared_terms") or r.get("shared_periods") or ""
