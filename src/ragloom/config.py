@@ -219,7 +219,7 @@ class SentenceSettings(_Section):
     threshold: float = Field(0.75, ge=-1, le=1, description="dynamic mode: neighbour similarity to keep growing")
     max_expand: int = Field(5, ge=0, description="dynamic mode: sentences added per side at most")
     cross_sections: bool = Field(False, description="windows may grow across a heading")
-    query_floor: float | None = Field(None,
+    query_floor: float | None = Field(None, ge=-1, le=1,
         description="query-guided mode: neighbours must stay this similar to the query")
     adaptive: bool = Field(False, description="per-document threshold: a quantile of its adjacent similarities")
     adaptive_quantile: float = Field(0.5, gt=0, lt=1,

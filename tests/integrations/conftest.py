@@ -5,4 +5,5 @@ from __future__ import annotations
 
 from importlib.util import find_spec
 
-collect_ignore = [] if find_spec("langchain_core") else ["test_langchain.py"]
+collect_ignore = [name for name, module in (("test_langchain.py", "langchain_core"),
+                                            ("test_llamaindex.py", "llama_index")) if not find_spec(module)]

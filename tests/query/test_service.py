@@ -53,6 +53,45 @@ def test_defaults_come_from_the_settings_and_options_override_them(engine: Engin
     assert balanced.chunks_per_lens == 2
 
 
+def test_every_option_with_a_setting_defaults_to_it_in_every_mode_that_has_it(tmp_path: Path) -> None:
+    from ragloom.embed import HashingEmbedder
+    from ragloom.retrieve import get_mode
+
+    from ..conftest import fast_settings
+
+    changed = fast_settings(**{"retrieval.sentence_weight": 0.2, "retrieval.chunks_per_lens": 3, "graph.hops": 2,
+                               "graph.follow": ["MENTIONS"], "sentences.threshold": 0.6, "sentences.window": 1})
+    engine = Engine(tmp_path / "ws", settings=changed, embedder=HashingEmbedder())
+    for mode in ("vector", "hybrid", "balanced", "graph", "window", "dynamic"):
+        options = engine.queries.request("x", mode=mode).options
+        for name, key in get_mode(mode).options.setting_keys().items():
+            section, field = key.split(".")
+            expected = getattr(getattr(changed, section), field)
+            assert getattr(options, name) == (",".join(expected) if isinstance(expected, tuple) else expected), \
+                (mode, name)
+    # balanced and graph used the dataclass's sentence weight, not the setting, before
+    for mode in ("balanced", "graph"):
+        assert engine.queries.request("x", mode=mode).options.sentence_weight == 0.2  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("mode", "options", "message"), [
+    ("dynamic", {"threshold": 2.0}, "dynamic option threshold (2.0): input should be less than or equal to 1, as "
+                                    "for the setting sentences.threshold"),
+    ("dynamic", {"query_floor": -3}, "dynamic option query_floor (-3.0): input should be greater than or equal to -1"),
+    ("graph", {"hops": 9}, "graph option hops (9): input should be less than or equal to 3, as for the setting "
+                           "graph.hops"),
+    ("balanced", {"chunks_per_lens": 0}, "balanced option chunks_per_lens (0): input should be greater than or "
+                                         "equal to 1"),
+    ("hybrid", {"sentence_weight": 3}, "hybrid option sentence_weight (3.0): input should be less than or equal to 1"),
+    ("window", {"window": -1}, "window option window (-1): input should be greater than or equal to 0"),
+])
+def test_an_option_outside_its_settings_range_is_refused(engine: Engine, mode: str, options: dict[str, object],
+                                                        message: str) -> None:
+    with pytest.raises(InvalidParameterError) as error:
+        engine.query("x", mode=mode, **options)
+    assert message in str(error.value)
+
+
 def test_unknown_mode_lists_the_registered_ones(engine: Engine) -> None:
     with pytest.raises(UnknownNameError, match="balanced, bm25, dynamic, graph, hybrid, vector, window"):
         engine.queries.request("x", mode="telepathy")

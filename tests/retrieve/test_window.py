@@ -132,29 +132,6 @@ def test_lower_threshold_grows_wider_spans(loaded: Engine) -> None:
     assert sum(len(r.sentences) for r in strict) < sum(len(r.sentences) for r in loose)
 
 
-def test_llamaindex_postprocessor_in_a_query_pipeline(loaded: Engine) -> None:
-    pytest.importorskip("llama_index.core")
-    from llama_index.core import get_response_synthesizer
-    from llama_index.core.llms import MockLLM
-    from llama_index.core.query_engine import RetrieverQueryEngine
-
-    from ragloom.integrations.llamaindex import DynamicWindowPostprocessor, SentenceRetriever
-
-    query_engine = RetrieverQueryEngine(
-        retriever=SentenceRetriever(engine=loaded, top_k=6),
-        node_postprocessors=[DynamicWindowPostprocessor(engine=loaded, threshold=-1.0, max_expand=2)],
-        response_synthesizer=get_response_synthesizer(llm=MockLLM(), response_mode="compact"),
-    )
-    response = query_engine.query("When does the event bus migration finish?")
-    assert response.source_nodes
-    for n in response.source_nodes:
-        meta = n.node.metadata
-        text = loaded.store.document("default", meta["document_id"])["text"]
-        assert text[meta["start_char"] : meta["end_char"]] == n.node.text
-        assert meta["sentences"] >= 1  # merged windows may hold more than 2 * max_expand + 1
-    assert any(n.node.metadata["sentences"] > 1 for n in response.source_nodes)
-
-
 @pytest.mark.parametrize("mode", ["window", "dynamic"])
 def test_in_memory_index_follows_new_versions_and_as_of_reads_old_ones(tmp_path: Path, mode: str) -> None:
     import time

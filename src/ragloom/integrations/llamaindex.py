@@ -28,6 +28,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
     raise MissingExtraError("llama-index-core", "llamaindex", "the LlamaIndex integration") from exc
 
+from ragloom.checks import shown
+from ragloom.errors import InvalidParameterError
 from ragloom.retrieve.base import SearchRequest, to_scored, unit
 from ragloom.retrieve.window import Expansion, grow_hits
 
@@ -49,6 +51,9 @@ class SentenceRetriever(BaseRetriever):
     def __init__(self, engine: Any, *, top_k: int = 10, tenant: str | None = None,  # noqa: ANN401
                  lenses: list[str] | None = None) -> None:
         super().__init__()
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise InvalidParameterError(f"top_k ({shown(top_k)}) must be a whole number, 1 or more: the sentences "
+                                        "to retrieve")
         self._engine, self._top_k, self._tenant, self._lenses = engine, top_k, tenant, lenses
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -69,11 +74,11 @@ class DynamicWindowPostprocessor(BaseNodePostprocessor):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     engine: Any = Field(description="a ragloom Engine")
-    threshold: float = 0.75
-    max_expand: int = 5
+    threshold: float = Field(0.75, ge=-1, le=1)
+    max_expand: int = Field(5, ge=0)
     cross_sections: bool = False
-    query_floor: float | None = None
-    adaptive_quantile: float | None = None
+    query_floor: float | None = Field(None, ge=-1, le=1)
+    adaptive_quantile: float | None = Field(None, gt=0, lt=1)
     tenant: str | None = None
 
     @classmethod

@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
+from pydantic import ValidationError
 
-from ragloom.checks import check_known
+from ragloom.checks import check_known, shown
 from ragloom.config import Settings
 from ragloom.embed.base import Embedder, normalize_rows
 from ragloom.errors import InvalidParameterError
@@ -41,25 +42,66 @@ OptionsT = TypeVar("OptionsT", bound="ModeOptions")
 
 @dataclass(frozen=True, slots=True)
 class ModeOptions:
-    """A mode's options. Subclasses add fields; :meth:`defaults` fills them from the settings."""
+    """A mode's options. Subclasses add fields, and name in :attr:`SETTINGS` those whose default
+    is a setting: :meth:`defaults` reads them, and a value given for one must lie in the
+    setting's range."""
+
+    #: Option name -> the setting it defaults to (``"sentences.threshold"``); a subclass's
+    #: entries add to its bases'.
+    SETTINGS: ClassVar[Mapping[str, str]] = {}
+
+    @classmethod
+    def setting_keys(cls) -> dict[str, str]:
+        """:attr:`SETTINGS` of the class and its bases."""
+        keys: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            keys.update(vars(klass).get("SETTINGS", {}))
+        return keys
 
     @classmethod
     def defaults(cls, settings: Settings) -> dict[str, Any]:
-        """Values from the settings for the fields that have a setting."""
-        return {}
+        """Values from the settings for the fields that have a setting (a list setting as the
+        comma-separated text its option takes: ``graph.follow``)."""
+        out = {}
+        for name, key in cls.setting_keys().items():
+            section, field_name = key.split(".")
+            value = getattr(getattr(settings, section), field_name)
+            out[name] = ",".join(value) if isinstance(value, tuple) else value
+        return out
 
     @classmethod
     def build(cls: type[OptionsT], settings: Settings, given: Mapping[str, Any], *, mode: str = "") -> OptionsT:
-        """The options with ``given`` over the settings' defaults, each checked by type."""
-        check_known(given, [f.name for f in fields(cls)], "option", f"retrieval mode {mode or cls.__name__!r}")
+        """The options with ``given`` over the settings' defaults, each checked by type, and
+        those given for a setting checked against its range."""
+        what = mode or cls.__name__
+        check_known(given, [f.name for f in fields(cls)], "option", f"retrieval mode {what!r}")
         values = {**cls.defaults(settings), **given}
         hints = typing.get_type_hints(cls)
         for f in fields(cls):
             if f.name in values:
-                values[f.name] = _coerce(values[f.name], hints[f.name], f"{mode or cls.__name__} option {f.name}")
+                values[f.name] = _coerce(values[f.name], hints[f.name], f"{what} option {f.name}")
             elif f.default is MISSING and f.default_factory is MISSING:
                 raise InvalidParameterError(f"retrieval mode {mode!r} needs the option {f.name!r}")
+        keys = cls.setting_keys()
+        for name in given:
+            if name in keys:
+                _check_range(settings, keys[name], values[name], f"{what} option {name}")
         return cls(**values)
+
+
+def _check_range(settings: Settings, key: str, value: Any, what: str) -> None:  # noqa: ANN401
+    """Raise unless ``value`` is one the setting ``key`` could hold (a list setting's text is
+    checked where it is read)."""
+    section_name, field_name = key.split(".")
+    section = getattr(settings, section_name)
+    if isinstance(getattr(section, field_name), tuple):
+        return
+    try:
+        type(section).model_validate({**section.model_dump(), field_name: value})
+    except ValidationError as exc:
+        reason = exc.errors()[0]["msg"]
+        raise InvalidParameterError(f"{what} ({shown(value)}): {reason[:1].lower()}{reason[1:]}, as for the "
+                                    f"setting {key}") from None
 
 
 def _coerce(value: Any, hint: Any, what: str) -> Any:  # noqa: ANN401 - checked against the hint

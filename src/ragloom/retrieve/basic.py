@@ -6,9 +6,8 @@ import threading
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from ragloom.config import Settings
 from ragloom.retrieve.base import ModeOptions, SearchRequest, define, reciprocal_rank_fusion, to_scored
 from ragloom.retrieve.lift import POOL, lift_rows
 from ragloom.store.plan import SENTENCES
@@ -23,9 +22,7 @@ class SearchOptions(ModeOptions):
     #: 0: the chunk's own cosine; see :mod:`ragloom.retrieve.lift`).
     sentence_weight: float = 0.5
 
-    @classmethod
-    def defaults(cls, settings: Settings) -> dict[str, Any]:
-        return {"sentence_weight": settings.retrieval.sentence_weight}
+    SETTINGS: ClassVar[Mapping[str, str]] = {"sentence_weight": "retrieval.sentence_weight"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,11 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from ragloom.config import Settings
 from ragloom.embed.base import normalize_rows
 from ragloom.errors import InvalidParameterError, UnknownNameError
 from ragloom.graph.build import EDGE_TYPES, SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
@@ -173,12 +172,9 @@ class GraphOptions(HybridOptions):
     #: Whether the chunks about the titles and headings the query names join the ranking.
     query_entities: bool = True
 
-    @classmethod
-    def defaults(cls, settings: Settings) -> dict[str, Any]:
-        g = settings.graph
-        return {"initial_limit": g.initial_limit, "hops": g.hops, "final_limit": g.final_limit,
-                "mmr_lambda": g.mmr_lambda, "follow": ",".join(g.follow), "expand_from": g.expand_from,
-                "query_entities": g.query_entities}
+    SETTINGS: ClassVar[Mapping[str, str]] = {
+        name: f"graph.{name}" for name in ("initial_limit", "hops", "final_limit", "mmr_lambda", "follow",
+                                           "expand_from", "query_entities")}
 
 
 @define("graph", options=GraphOptions)

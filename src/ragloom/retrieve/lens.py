@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import zip_longest
-from typing import Any
+from typing import ClassVar
 
-from ragloom.config import Settings
 from ragloom.retrieve.base import SearchRequest, define
 from ragloom.retrieve.basic import HybridOptions, hybrid
 from ragloom.types import ScoredChunk
@@ -17,9 +17,7 @@ class BalancedOptions(HybridOptions):
     #: Results from each lens (``retrieval.chunks_per_lens``).
     chunks_per_lens: int = 8
 
-    @classmethod
-    def defaults(cls, settings: Settings) -> dict[str, Any]:
-        return {"chunks_per_lens": settings.retrieval.chunks_per_lens}
+    SETTINGS: ClassVar[Mapping[str, str]] = {"chunks_per_lens": "retrieval.chunks_per_lens"}
 
 
 def lens_order(req: SearchRequest) -> list[str]:

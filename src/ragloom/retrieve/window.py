@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from ragloom.config import Settings
 from ragloom.embed.base import normalize_rows
 from ragloom.retrieve.base import ModeOptions, SearchRequest, define, to_scored, unit
 from ragloom.store.filters import sql_str
@@ -233,10 +232,8 @@ class WindowOptions(ModeOptions):
     #: Merge the windows of one document that overlap or touch.
     merge: bool = True
 
-    @classmethod
-    def defaults(cls, settings: Settings) -> dict[str, Any]:
-        s = settings.sentences
-        return {"top_k": s.top_k, "window": s.window, "cross_sections": s.cross_sections}
+    SETTINGS: ClassVar[Mapping[str, str]] = {name: f"sentences.{name}" for name in ("top_k", "window",
+                                                                                     "cross_sections")}
 
     def rule(self) -> Expansion:
         return Expansion(cross_sections=self.cross_sections, fixed=self.window)
@@ -255,12 +252,9 @@ class DynamicOptions(ModeOptions):
     adaptive_quantile: float = 0.5
     merge: bool = True
 
-    @classmethod
-    def defaults(cls, settings: Settings) -> dict[str, Any]:
-        s = settings.sentences
-        return {"top_k": s.top_k, "threshold": s.threshold, "max_expand": s.max_expand,
-                "cross_sections": s.cross_sections, "query_floor": s.query_floor, "adaptive": s.adaptive,
-                "adaptive_quantile": s.adaptive_quantile}
+    SETTINGS: ClassVar[Mapping[str, str]] = {
+        name: f"sentences.{name}" for name in ("top_k", "threshold", "max_expand", "cross_sections", "query_floor",
+                                               "adaptive", "adaptive_quantile")}
 
     def rule(self) -> Expansion:
         return Expansion(threshold=self.threshold, max_expand=self.max_expand, cross_sections=self.cross_sections,
