@@ -128,6 +128,30 @@ def test_graph_and_contradictions_commands(tmp_path: Path) -> None:
     assert len({r["lens"] for r in json.loads(result.stdout)["results"]}) == 6
 
 
+def test_query_and_ask_pass_the_modes_own_options(tmp_path: Path, materials: Path) -> None:
+    ws = tmp_path / "ws"
+    run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)
+
+    def sentences(*options: str) -> int:
+        result = run("query", "event bus migration", "--mode", "dynamic", "--json", *options, ws=ws)
+        assert result.exit_code == 0, result.output
+        return sum(len(r["sentences"]) for r in json.loads(result.stdout)["results"])
+
+    assert sentences("--option", "threshold=0.99") < sentences("-o", "threshold=-1", "-o", "max_expand=3")
+    weighted = run("query", "event bus", "--mode", "hybrid", "-o", "fusion_weights={vector = 1.0, bm25 = 2.0}", ws=ws)
+    assert weighted.exit_code == 0, weighted.output
+    for command in (["query", "event bus"], ["ask", "When does the event bus migration finish?"]):
+        result = run(*command, "--mode", "dynamic", "--option", "treshold=0.6", ws=ws)
+        message = " ".join(result.output.split())
+        assert result.exit_code == 2 and "unknown option 'treshold' for retrieval mode 'dynamic' (did you mean " \
+            "'threshold'?)" in message
+    result = run("ask", "When does the event bus migration finish?", "--mode", "balanced", "-o", "chunks_per_lens=0",
+                 ws=ws)
+    assert result.exit_code == 2 and "balanced option chunks_per_lens (0)" in " ".join(result.output.split())
+    result = run("query", "event bus", "--option", "threshold", ws=ws)
+    assert result.exit_code == 2 and "--option 'threshold': write name=value" in " ".join(result.output.split())
+
+
 def test_query_budget_and_show_context(tmp_path: Path, materials: Path) -> None:
     ws = tmp_path / "ws"
     run("ingest", str(materials / "engineering"), "--lens", "engineering", ws=ws)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -55,6 +55,9 @@ ConfigOpt = Annotated[
 TenantOpt = Annotated[str | None, typer.Option("--tenant", "-t", help="Tenant (default: the tenant setting).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 LensesOpt = Annotated[list[str] | None, typer.Option("--lens", "-l", help="Only these lenses (repeatable).")]
+ModeOptionOpt = Annotated[list[str] | None, typer.Option("--option", "-o", help="The mode's own option, NAME=VALUE "
+                                                         "(repeatable): threshold=0.6 for dynamic, chunks_per_lens=4 "
+                                                         "for balanced; an unknown name lists the mode's options.")]
 ModeOpt = Annotated[str | None, typer.Option("--mode", "-m", help="vector, bm25, hybrid, balanced, graph, window or "
                                              "dynamic (or an installed mode).")]
 AsOfOpt = Annotated[str | None, typer.Option("--as-of", help="The workspace as it was at this moment of its own "
@@ -326,6 +329,7 @@ def query(
     k: Annotated[int | None, typer.Option("-k", help="Number of results.")] = None,
     lens: LensesOpt = None,
     mode: ModeOpt = None,
+    option: ModeOptionOpt = None,
     as_of: AsOfOpt = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Optimise the context for this many tokens.")] = None,
     organize: Annotated[str | None, typer.Option(
@@ -342,7 +346,8 @@ def query(
     with _errors():
         engine = _engine(workspace, config)
         result = engine.query(text, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
-                              organize=organize, optimize=show_context, dated_from=dated_from, dated_to=dated_to)
+                              organize=organize, optimize=show_context, dated_from=dated_from, dated_to=dated_to,
+                              **_options(option, "threshold=0.6"))
     if as_json:
         _print_json(result.to_dict())
         return
@@ -429,6 +434,7 @@ def ask(
     k: Annotated[int | None, typer.Option("-k", help="Candidates retrieved before the context is optimised.")] = None,
     lens: LensesOpt = None,
     mode: ModeOpt = None,
+    option: ModeOptionOpt = None,
     as_of: AsOfOpt = None,
     budget: Annotated[int | None, typer.Option("--budget", help="Tokens of context the writer reads.")] = None,
     model: ModelOpt = None,
@@ -447,7 +453,7 @@ def ask(
         writer = engine.writing.writer(model=model, strongest=opus)
         result = engine.ask(question, k=k, mode=mode, lenses=lens, tenant=tenant, as_of=as_of, budget=budget,
                             writer=writer, on_text=_stream(stream and not as_json), dated_from=dated_from,
-                            dated_to=dated_to)
+                            dated_to=dated_to, **_options(option, "threshold=0.6"))
     if as_json:
         _print_json(result.to_dict())
         return
@@ -864,12 +870,7 @@ def eval_(
             if not value:
                 raise ConfigError(f"--set {item!r}: write section.key=value, for example sentences.vectors=derived")
             overrides[key.strip()] = _setting_value(value.strip())
-        options = {}
-        for item in option or ():
-            key, _, value = item.partition("=")
-            if not key.strip() or not value.strip():
-                raise ConfigError(f"--option {item!r}: write name=value, for example split=report")
-            options[key.strip()] = value.strip()
+        options = _options(option, "split=report")
         with _progress(not as_json) as bars:
             def say(message: str) -> None:
                 if bars is not None:
@@ -1109,6 +1110,17 @@ def _main(
     # The engine also raises its warnings as Python warnings for library users; the command
     # line prints each once, as a sentence, without Python's source line.
     warnings.simplefilter("ignore", WorkspaceMismatchWarning)
+
+
+def _options(items: Sequence[str] | None, example: str) -> dict[str, Any]:
+    """``--option NAME=VALUE`` pairs, each value as TOML reads it (``threshold=0.6`` a number)."""
+    options: dict[str, Any] = {}
+    for item in items or ():
+        key, _, value = item.partition("=")
+        if not key.strip() or not value.strip():
+            raise ConfigError(f"--option {item!r}: write name=value, for example {example}")
+        options[key.strip()] = _setting_value(value.strip())
+    return options
 
 
 def _setting_value(text: str) -> Any:  # noqa: ANN401 - a TOML value
