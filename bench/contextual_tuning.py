@@ -245,16 +245,22 @@ def measure_with(runs: Sequence[tuple[Ranking, Ranking]], golden: Sequence[Seque
     return pass_rates([ranked(v, t, b) for (v, t), b in zip(runs, bonuses, strict=True)], golden, where)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def half_from_arguments(description: str) -> tuple[str, list[Any]]:
+    """The half ``--half`` names (the tuning half unless told) and its queries, as the suite splits them."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--half", choices=("tune", "report"), default="tune")
-    args = parser.parse_args()
+    half = parser.parse_args().half
     data = load_contextual(SHARED)
     halves = suite.split_files(data.documents)
-    chosen = [q for q in data.queries if suite.query_half(q, halves) == args.half]
+    chosen = [q for q in data.queries if suite.query_half(q, halves) == half]
+    print(f"{half} half: {len(chosen)} queries")
+    return half, chosen
+
+
+def main() -> None:
+    half, chosen = half_from_arguments(__doc__ or "")
     texts, golden = [q.query for q in chosen], [q.golden for q in chosen]
-    print(f"{args.half} half: {len(chosen)} queries")
-    results: dict[str, Any] = {"half": args.half, "queries": len(chosen), "seed": suite.SPLIT_SEED}
+    results: dict[str, Any] = {"half": half, "queries": len(chosen), "seed": suite.SPLIT_SEED}
 
     # Every row that changes only the queries (or their fusion) searches this one index.
     tries = [(5, 0.0)] + [(m, b) for m in (3, 5, 10) for b in (0.3, 0.6, 1.0)]
@@ -318,7 +324,7 @@ def main() -> None:
                 {"vector": file_vector, "bm25": file_text}, k=60)}
             rows.append({c: weight * fused.get(f, 0.0) for c, f in file_of.items()})
         other[f"file evidence (whole files, rrf), weight {weight}"] = measure_with(runs, golden, where, rows)
-    docs, spans, uuid_of = suite.documents(data)
+    docs, spans, uuid_of = suite.documents(load_contextual(SHARED))
     at = {(uuid_of[d.document_id], i): chunk_names(d.title, " > ".join(path))
           for d in docs for i, (_, _, path) in enumerate(spans[d.document_id])}
     info = {c: at[w] for c, w in where.items()}
@@ -331,7 +337,7 @@ def main() -> None:
     for name in [n for n in other if n.startswith(("prefix +", "question", "file evidence", "exact-name", "feedback"))]:
         print(f"{name:60s} " + "  ".join(f"{other[name][k]:5.1f}" for k in KS))
     results["other"] = other
-    print(f"wrote {save(f'contextual_tuning_{args.half}' if args.half != 'tune' else 'contextual_tuning', results)}")
+    print(f"wrote {save(f'contextual_tuning_{half}' if half != 'tune' else 'contextual_tuning', results)}")
 
 
 if __name__ == "__main__":

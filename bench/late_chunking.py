@@ -25,18 +25,15 @@ about three minutes. Writes ``bench/results/late_chunking.json``.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from common import SHARED, save
-from contextual_tuning import DEPTH, KS, index, pass_rates, rrf
+from common import save
+from contextual_tuning import DEPTH, KS, half_from_arguments, index, pass_rates, rrf
 from ragloom.engine import Engine
-from ragloom.evaluate import contextual as suite
-from ragloom.evaluate.datasets import load_contextual
 from ragloom.tokens import minilm_folder
 
 
@@ -115,14 +112,8 @@ def dense_scores(engine: Engine, chunks: Sequence[Mapping[str, Any]], vectors: n
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--half", choices=("tune", "report"), default="tune")
-    args = parser.parse_args()
-    data = load_contextual(SHARED)
-    halves = suite.split_files(data.documents)
-    chosen = [q for q in data.queries if suite.query_half(q, halves) == args.half]
+    half, chosen = half_from_arguments(__doc__ or "")
     golden = [q.golden for q in chosen]
-    print(f"{args.half} half: {len(chosen)} queries")
     model = Model()
     with index() as (engine, where):
         chunks = engine.store.chunks("default", with_vectors=True, columns=[
@@ -150,7 +141,7 @@ def main() -> None:
         dense = {name: dense_scores(engine, chunks, vectors, queries) for name, vectors in rows.items()}
 
     fuse = rrf()
-    results: dict[str, Any] = {"half": args.half, "queries": len(chosen), "rows": {}}
+    results: dict[str, Any] = {"half": half, "queries": len(chosen), "rows": {}}
     print(f"{'chunk vectors':55s} {'vector alone':>20s}   {'hybrid':>20s}")
     for name, scores in dense.items():
         orders = [np.argsort(-s, kind="stable")[:DEPTH] for s in scores]
@@ -161,7 +152,7 @@ def main() -> None:
         results["rows"][name] = {"vector": alone, "hybrid": hybrid}
         print(f"{name:55s} " + " / ".join(f"{alone[k]:.1f}" for k in KS) + "   "
               + " / ".join(f"{hybrid[k]:.1f}" for k in KS))
-    save(f"late_chunking{'' if args.half == 'tune' else '_report'}", results)
+    save(f"late_chunking{'' if half == 'tune' else '_report'}", results)
 
 
 if __name__ == "__main__":

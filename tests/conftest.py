@@ -76,6 +76,20 @@ def engine(tmp_path: Path) -> Engine:
     return Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
 
 
+def ingest_all(engine: Engine, folder: Path) -> None:
+    """Each subfolder of ``folder`` ingested under the lens of its name (the sample materials)."""
+    for lens_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        report = engine.ingest(lens_dir, lens=lens_dir.name)
+        assert report.ok, report.failed
+
+
+def sample_engine(workspace: Path, materials: Path) -> Engine:
+    """A hashing-embedder workspace holding the sample materials, every lens."""
+    engine = Engine(workspace, settings=fast_settings(), embedder=HashingEmbedder())
+    ingest_all(engine, materials)
+    return engine
+
+
 @pytest.fixture(scope="session")
 def materials() -> Path:
     return MATERIALS

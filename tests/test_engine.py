@@ -25,19 +25,13 @@ from ragloom.errors import (
 )
 from ragloom.store.lance import LanceStore
 
-from .conftest import fast_settings
+from .conftest import fast_settings, ingest_all
 
 
 def copy_materials(materials: Path, tmp_path: Path) -> Path:
     target = tmp_path / "materials"
     shutil.copytree(materials, target)
     return target
-
-
-def ingest_all(engine: Engine, folder: Path) -> None:
-    for lens_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
-        report = engine.ingest(lens_dir, lens=lens_dir.name)
-        assert report.ok, report.failed
 
 
 def test_ingest_then_query_finds_the_expected_section(engine: Engine, materials: Path) -> None:

@@ -13,15 +13,12 @@ from ragloom.engine import Engine
 from ragloom.errors import InvalidParameterError
 from ragloom.retrieve.base import get_mode
 
-from .conftest import fast_settings
+from .conftest import fast_settings, sample_engine
 
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
-    engine = Engine(tmp_path_factory.mktemp("modes") / "ws", settings=fast_settings(), embedder=HashingEmbedder())
-    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-        engine.ingest(lens, lens=lens.name)
-    return engine
+    return sample_engine(tmp_path_factory.mktemp("modes") / "ws", materials)
 
 
 def test_balanced_returns_every_lens(loaded: Engine, materials: Path) -> None:

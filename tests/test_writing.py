@@ -16,9 +16,8 @@ from ragloom.errors import InvalidParameterError
 from ragloom.synthesise import ExtractiveWriter, Report
 from ragloom.writing import SEED_QUERIES, read_queries
 
-from .conftest import fast_settings
+from .conftest import fast_settings, ingest_all
 from .synthesise.fake_llm import FakeLLMServer, text_reply
-from .test_engine import ingest_all
 
 runner = CliRunner()
 

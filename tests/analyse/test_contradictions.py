@@ -10,12 +10,11 @@ from hypothesis import strategies as st
 
 from ragloom.analyse import detect_contradictions, sentences_with_claims
 from ragloom.analyse.contradictions import Contradiction, code_regions, is_code, prose_of, quantities
-from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.enrich.keyterms import DEFAULT_DOMAIN_TERMS
 from ragloom.evaluate.contradictions import load_labels, reported_pair, score, statement_hash
 
-from ..conftest import ROOT, fast_settings
+from ..conftest import ROOT, sample_engine
 
 AUTHORITY = ("your-voice", "business-framework", "team-structured", "team-conversational", "engineering",
              "external-analyst")
@@ -332,10 +331,7 @@ def sample(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
     ws = tmp_path_factory.mktemp("contradictions") / "ws"
     ws.mkdir()
     shutil.copy(materials.parent / "entities.toml", ws / "entities.toml")
-    engine = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())
-    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-        engine.ingest(lens, lens=lens.name)
-    return engine
+    return sample_engine(ws, materials)
 
 
 def test_the_sample_materials_disagreements_are_found(sample: Engine) -> None:

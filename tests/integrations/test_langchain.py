@@ -27,7 +27,7 @@ from ragloom.errors import InvalidParameterError, MissingExtraError, UnknownName
 from ragloom.integrations.langchain import RagloomRetriever, RagloomTextSplitter
 
 from ..chunk.strategies import documents
-from ..conftest import fast_settings
+from ..conftest import sample_engine
 
 PROMPT = ChatPromptTemplate.from_messages([
     ("system", "Answer from the context only and cite the sources.\n\n{context}"),
@@ -54,10 +54,7 @@ class Recorder:
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
-    engine = Engine(tmp_path_factory.mktemp("lc") / "ws", settings=fast_settings(), embedder=HashingEmbedder())
-    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-        engine.ingest(lens, lens=lens.name)
-    return engine
+    return sample_engine(tmp_path_factory.mktemp("lc") / "ws", materials)
 
 
 def stored_text(engine: Engine, document_id: str) -> str:

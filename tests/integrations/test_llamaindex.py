@@ -10,20 +10,16 @@ from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from pydantic import ValidationError
 
-from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import InvalidParameterError
 from ragloom.integrations.llamaindex import DynamicWindowPostprocessor, SentenceRetriever
 
-from ..conftest import fast_settings
+from ..conftest import sample_engine
 
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
-    engine = Engine(tmp_path_factory.mktemp("w") / "ws", settings=fast_settings(), embedder=HashingEmbedder())
-    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-        engine.ingest(lens, lens=lens.name)
-    return engine
+    return sample_engine(tmp_path_factory.mktemp("w") / "ws", materials)
 
 
 def test_llamaindex_postprocessor_in_a_query_pipeline(loaded: Engine) -> None:

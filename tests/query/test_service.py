@@ -12,7 +12,7 @@ from ragloom.retrieve.basic import HybridOptions
 from ragloom.retrieve.lens import BalancedOptions
 from ragloom.retrieve.window import DynamicOptions
 
-from ..test_engine import ingest_all
+from ..conftest import ingest_all
 
 
 def test_a_mistyped_option_is_an_error_that_names_the_valid_ones(engine: Engine) -> None:

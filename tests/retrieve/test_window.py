@@ -11,7 +11,7 @@ from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.retrieve.window import Expansion, Sentences, expand, grow, merge_spans
 
-from ..conftest import fast_settings
+from ..conftest import fast_settings, sample_engine
 
 
 def doc(sims_to_next: list[float], sections: list[int] | None = None, name: str = "d", positions=None) -> Sentences:
@@ -91,11 +91,8 @@ def test_spans_are_contiguous_and_contain_their_seed(sims, data) -> None:
 
 
 @pytest.fixture(scope="module")
-def loaded(tmp_path_factory, materials: Path) -> Engine:
-    engine = Engine(tmp_path_factory.mktemp("w") / "ws", settings=fast_settings(), embedder=HashingEmbedder())
-    for lens in sorted(p for p in materials.iterdir() if p.is_dir()):
-        engine.ingest(lens, lens=lens.name)
-    return engine
+def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
+    return sample_engine(tmp_path_factory.mktemp("w") / "ws", materials)
 
 
 @pytest.mark.parametrize("mode,options", [("window", {}), ("dynamic", {}), ("dynamic", {"threshold": 0.0}),
