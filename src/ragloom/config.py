@@ -55,7 +55,7 @@ class ChunkingSettings(_Section):
     min_chunk_chars: int = Field(MIN_CHUNK_CHARS, ge=0, description="token and boundary: a section shorter than "
                                                                    "this joins its neighbour (0: never)")
     options: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="[chunking.options.<strategy>]: keyword arguments of a plugin strategy")
+        default_factory=dict, description="[chunking.options.<strategy>]: keyword arguments of a plugin strategy (the built-ins read [chunking] itself)")
 
 
 class PrefixSettings(_Section):

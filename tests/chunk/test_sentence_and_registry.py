@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from ragloom.chunk import chunk_text, chunker_from_settings, chunker_names, get_chunker
 from ragloom.config import ChunkingSettings
-from ragloom.errors import InvalidParameterError, UnknownNameError
+from ragloom.errors import ConfigError, InvalidParameterError, UnknownNameError
 
 from .strategies import documents
 
@@ -44,6 +44,14 @@ def test_settings_build_each_strategy() -> None:
     assert chunker_from_settings(settings).params()["chunk_size"] == 300
     assert chunker_from_settings(settings, "boundary").params()["target_size"] == 700
     assert chunker_from_settings(settings, "sentence").name == "sentence"
+
+
+@pytest.mark.parametrize("strategy", ["token", "boundary", "sentence"])
+def test_options_for_a_built_in_strategy_are_an_error_not_ignored(strategy: str) -> None:
+    settings = ChunkingSettings(options={strategy: {"overlap": 100}})
+    with pytest.raises(ConfigError, match=rf"\[chunking.options.{strategy}\] is for plugin strategies; the "
+                                          rf"built-in '{strategy}' reads \[chunking\] itself"):
+        chunker_from_settings(settings)
 
 
 @pytest.mark.parametrize("strategy", ["token", "boundary", "sentence"])
