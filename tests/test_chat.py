@@ -70,6 +70,25 @@ def test_lens_filters_add_up_and_clear(ws: Path) -> None:
     assert out.index(one) < out.index(two) < out.rindex(every)
 
 
+def test_mode_options_apply_to_each_question_until_cleared_or_the_mode_changes(ws: Path) -> None:
+    question = "event bus migration"
+    out = chat(ws, ["/option threshold=-1", "/option treshold=1", question, "/option query_floor=0.1", "/option",
+                    question, "/option threshold=0.5", "/mode bm25"], "--mode", "dynamic", "-o", "max_expand=2")
+    flat = " ".join(out.split())  # a long "now:" line wraps at 80 columns
+    assert "6 documents; mode dynamic, max_expand=2, k 5, every lens)" in flat
+    assert "now: mode dynamic, max_expand=2, threshold=-1, k 5, every lens" in flat
+    assert "now: mode dynamic, max_expand=2, threshold=-1, query_floor=0.1, k 5, every lens" in flat
+    grown = query_output(ws, question, "--mode", "dynamic", "-o", "max_expand=2", "-o", "threshold=-1")
+    plain = query_output(ws, question, "--mode", "dynamic")
+    assert grown != plain
+    assert out.index(grown) < out.index("now: mode dynamic, k 5, every lens\n") < out.index(plain)
+    assert "now: mode bm25, k 5, every lens\n" in out  # /mode cleared them
+    result = runner.invoke(app, ["chat", "-w", str(ws)], env=FAST,
+                           input="/option treshold=1\n/mode bm25\n/option threshold=0.5\n")
+    assert "unknown option 'treshold' for retrieval mode 'hybrid'" in result.output
+    assert "unknown option 'threshold' for retrieval mode 'bm25'" in result.output
+
+
 def test_ask_answers_with_citations_like_ragloom_ask(ws: Path) -> None:
     question = "When will the QuickBooks catalog integration ship?"
     out = chat(ws, [f"/ask {question}"])

@@ -928,24 +928,27 @@ CHAT_HELP = """\
   /mode MODE        the retrieval mode: {modes}
   /k N              results per question
   /lens L [L ...]   search only these lenses (adds to the list); /lens alone: every lens again
+  /option N=V ...   the mode's own options, like threshold=0.6; /option alone: none
   /help             this list and the current settings
   /quit             leave (also Ctrl-D or Ctrl-C)"""
 
 
 class _ChatState:
-    """What the chat's next question uses; /mode, /k and /lens change it."""
+    """What the chat's next question uses; /mode, /k, /lens and /option change it."""
 
-    def __init__(self, k: int | None, mode: str | None, lenses: list[str]) -> None:
-        self.k, self.mode, self.lenses = k, mode, lenses
+    def __init__(self, k: int | None, mode: str | None, lenses: list[str], options: dict[str, Any]) -> None:
+        self.k, self.mode, self.lenses, self.options = k, mode, lenses, options
 
     def check(self, engine: Engine, tenant: str | None, as_of: str | None) -> None:
-        """Raise the query's own error for a bad mode, k, lens, tenant or time, without searching."""
-        engine.queries.request("", k=self.k, mode=self.mode, lenses=self.lenses or None, tenant=tenant, as_of=as_of)
+        """Raise the query's own error for a bad mode, k, lens, option, tenant or time, without searching."""
+        engine.queries.request("", k=self.k, mode=self.mode, lenses=self.lenses or None, tenant=tenant, as_of=as_of,
+                               **self.options)
 
     def describe(self, engine: Engine) -> str:
         retrieval = engine.settings.retrieval
         lenses = ", ".join(self.lenses) if self.lenses else "every lens"
-        return f"mode {self.mode or retrieval.mode}, k {self.k or retrieval.k}, {lenses}"
+        options = "".join(f", {name}={value}" for name, value in self.options.items())
+        return f"mode {self.mode or retrieval.mode}{options}, k {self.k or retrieval.k}, {lenses}"
 
 
 def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str | None, as_of: str | None,
@@ -955,7 +958,7 @@ def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str |
 
     if not line.startswith("/"):
         result = engine.query(line, k=state.k, mode=state.mode, lenses=state.lenses or None, tenant=tenant,
-                              as_of=as_of)
+                              as_of=as_of, **state.options)
         for note in result.notes:
             err.print(f"[dim]note:[/] {escape(note)}")
         _print_results(result)
@@ -968,19 +971,22 @@ def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str |
     if command in ("help", "h", "?"):
         console.print(escape(CHAT_HELP.format(modes=", ".join(mode_names()))), highlight=False)
         console.print(f"now: {escape(state.describe(engine))}")
-    elif command in ("mode", "k", "lens"):
+    elif command in ("mode", "k", "lens", "option"):
         if command == "mode" and arg:
-            changed = _ChatState(state.k, arg, state.lenses)
+            changed = _ChatState(state.k, arg, state.lenses, {})  # the options were the old mode's
         elif command == "k" and arg:
             if not arg.isdigit():
                 raise ConfigError(f"/k {arg[:40]!r}: give a whole number of results, like /k 5")
-            changed = _ChatState(int(arg), state.mode, state.lenses)
+            changed = _ChatState(int(arg), state.mode, state.lenses, state.options)
         elif command == "lens":
-            changed = _ChatState(state.k, state.mode, [*state.lenses, *arg.split()] if arg else [])
+            changed = _ChatState(state.k, state.mode, [*state.lenses, *arg.split()] if arg else [], state.options)
+        elif command == "option":
+            options = {**state.options, **_options(arg.split(), "threshold=0.6")} if arg else {}
+            changed = _ChatState(state.k, state.mode, state.lenses, options)
         else:
             raise ConfigError(f"/{command} needs a value; /help lists the commands")
         changed.check(engine, tenant, as_of)  # a bad value leaves the settings as they were
-        state.k, state.mode, state.lenses = changed.k, changed.mode, changed.lenses
+        state.k, state.mode, state.lenses, state.options = changed.k, changed.mode, changed.lenses, changed.options
         console.print(f"[dim]now: {escape(state.describe(engine))}[/]")
     elif command == "ask":
         if not arg:
@@ -989,7 +995,7 @@ def _chat_command(engine: Engine, state: _ChatState, line: str, *, tenant: str |
             writers["writer"] = engine.writing.writer()
         writer = writers["writer"]
         _print_answer(engine.ask(arg, mode=state.mode, lenses=state.lenses or None, tenant=tenant, as_of=as_of,
-                                 writer=writer), writer)
+                                 writer=writer, **state.options), writer)
     else:
         raise ConfigError(f"unknown command /{command[:40]}; /help lists the commands")
     return True
@@ -1000,6 +1006,7 @@ def chat(
     k: Annotated[int | None, typer.Option("-k", help="Results per question.")] = None,
     lens: LensesOpt = None,
     mode: ModeOpt = None,
+    option: ModeOptionOpt = None,
     as_of: AsOfOpt = None,
     tenant: TenantOpt = None,
     workspace: WorkspaceOpt = None,
@@ -1009,7 +1016,7 @@ def chat(
     with _errors():
         engine = _engine(workspace, config)
         _print_warnings(engine.warnings)
-        state = _ChatState(k, mode, list(lens or []))
+        state = _ChatState(k, mode, list(lens or []), _options(option, "threshold=0.6"))
         state.check(engine, tenant, as_of)
         with err.status("loading the embedding model"):
             engine.embedder.embed_query("warm up")
