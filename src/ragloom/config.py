@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ragloom.errors import ConfigError
+from ragloom.errors import ConfigError, InvalidParameterError
 from ragloom.parse.doctype import DEFAULT_RULES
 from ragloom.parse.sections import MERGE_SECTIONS, MIN_CHUNK_CHARS
 from ragloom.tokens import DEFAULT_TOKENIZER
@@ -397,6 +397,18 @@ class Settings(_Section):
             return cls.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(_explain(exc, files, overrides_from, _nest(overrides or {}))) from exc
+
+    @classmethod
+    def given(cls, settings: Settings | Mapping[str, Any] | None, workspace: str | Path, *,
+              config_file: str | Path | None = None) -> Settings:
+        """Settings as :class:`~ragloom.Engine` takes them: a ``Settings`` as it is, a mapping
+        (nested or dotted keys) over the workspace's, None for the workspace's own."""
+        if isinstance(settings, Settings):
+            return settings
+        if settings is not None and not isinstance(settings, Mapping):
+            raise InvalidParameterError(f"settings must be a Settings or a mapping of settings, not "
+                                        f"{type(settings).__name__}")
+        return cls.load(workspace, config_file=config_file, overrides=settings)
 
     def with_overrides(self, **dotted: Any) -> Settings:
         """A copy with ``section__key=value`` (or ``section={...}``) settings replaced."""

@@ -51,23 +51,14 @@ class Engine:
     ``embedder`` defaults to the one the settings name (the local all-MiniLM-L6-v2), loaded on
     first use; pass any object with ``name``, ``dim``, ``embed(texts)`` and
     ``embed_query(text)`` to use it instead (long texts are windowed when it declares
-    ``max_tokens``).
-
-    ``settings`` are the workspace's (its ``ragloom.toml``, ``config_file``, the environment)
-    unless given: a :class:`~ragloom.config.Settings` is used as it is, a mapping
-    (``{"retrieval": {"k": 8}}`` or ``{"retrieval.k": 8}``) changes the workspace's.
+    ``max_tokens``). ``settings``: see :meth:`Settings.given <ragloom.config.Settings.given>`.
     """
 
-    def __init__(self, workspace: str | Path | Workspace | None = None, *,
-                 settings: Settings | Mapping[str, Any] | None = None,
-                 embedder: Embedder | None = None, config_file: str | Path | None = None) -> None:
+    def __init__(self, workspace: str | Path | Workspace | None = None, *, settings: Settings | Mapping[str, Any]
+                 | None = None, embedder: Embedder | None = None, config_file: str | Path | None = None) -> None:
         space = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
-        if not isinstance(settings, Settings):
-            if settings is not None and not isinstance(settings, Mapping):
-                raise InvalidParameterError(f"settings must be a Settings or a mapping of settings, not "
-                                            f"{type(settings).__name__}")
-            settings = Settings.load(space.path, config_file=config_file, overrides=settings)
-        self.components = Components(space, settings, embedder=embedder)
+        self.components = Components(space, Settings.given(settings, space.path, config_file=config_file),
+                                     embedder=embedder)
         #: The ingest stages, in order: insert your own with ``engine.pipeline.insert(stage, after="parse")``.
         self.pipeline = IngestPipeline(self.components)
         #: Queries; ``engine.queries.post_stages`` is the list run after retrieval.
@@ -127,8 +118,7 @@ class Engine:
         return self.extractor(document.text) if self.settings.entities.enabled else []
 
     def chunk_document(self, document: Document, *, strategy: str | None = None,
-                       mentions: Sequence[EntityMention] | None = None,
-                       spans: Sequence[PresetSpan] | None = None,
+                       mentions: Sequence[EntityMention] | None = None, spans: Sequence[PresetSpan] | None = None,
                        sections: Sequence[Section] | None = None) -> list[Chunk]:
         """Sections, chunks and enrichment (prefix, hash, ids) for one document: the parse,
         chunk and enrich stages of ingest. ``spans`` replace the chunker with chunks decided
@@ -187,8 +177,7 @@ class Engine:
         return self.pipeline.reindex(progress=progress)
 
     def delete(self, documents: str | Path | Iterable[str | Path], *, tenant: str | None = None) -> int:
-        """Mark documents deleted (file paths, folders for every document under them, or
-        document ids); their history is kept. Returns how many were deleted."""
+        """Mark documents deleted (file paths, folders: all under them, or ids); history is kept."""
         items = [documents] if isinstance(documents, str | Path) else list(documents)
         return self.pipeline.delete([str(d) for d in items], tenant=tenant)
 
