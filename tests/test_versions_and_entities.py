@@ -58,6 +58,19 @@ def test_vanished_chunks_leave_tombstones(tmp_path: Path) -> None:
     assert [c["text"] for c in engine.store.chunks("default")] == ["# A\nalpha stays."]
 
 
+def test_a_file_ingested_under_another_lens_says_so_in_its_history(engine: Engine, tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "plan.md").write_text("# Plan\n\nThe launch is in May.\n", encoding="utf-8")
+    engine.ingest(folder, lens="team")
+    engine.ingest(folder, lens="strategy")
+    engine.ingest(folder, lens="strategy")  # unchanged: no version
+    summaries = [r["change_summary"] for r in engine.history(folder / "plan.md")]
+    assert summaries == ["created with 1 chunk", "lens team -> strategy; 0 chunks edited, 0 added, 0 removed, "
+                                                 "1 unchanged"]
+    assert [r.lens for r in engine.query("launch", mode="bm25")] == ["strategy"]
+
+
 def test_unchanged_chunk_keeps_identity_and_vector(tmp_path: Path) -> None:
     engine = one_chunk_per_section(tmp_path)
     folder = tmp_path / "docs"

@@ -510,6 +510,9 @@ class Store(_Timed):
                 close_mentions.append(item.previous["version_id"])
             if not item.doc_row_exists:
                 summary = summary_of(chunk_track, first=item.previous is None)
+                moved_from = item.previous.get("lens") if item.previous is not None else None
+                if moved_from not in (None, doc.lens):  # the same file ingested under another lens
+                    summary = f"lens {moved_from} -> {doc.lens}; {summary}"
                 rows["documents"].append(document_row(doc, item.version, item.previous, at, len(chunk_track.plans),
                                                       summary))
                 if item.previous is not None:
