@@ -186,6 +186,7 @@ class Report:
             "sources": [s.to_dict() for s in self.sources],
             "stats": _jsonable(self.stats),
             "citations": self.citations.to_dict(),
+            **({"saved": [str(p) for p in self.saved]} if self.saved else {}),  # not in the saved files
         }
 
     def save(self, folder: str | Path, stem: str) -> tuple[Path, Path]:
