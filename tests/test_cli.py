@@ -207,6 +207,8 @@ def test_delete_command_tombstones_and_ingest_restores(tmp_path: Path) -> None:
         (1, "create", "created with 1 chunk"), (2, "delete", "deleted"), (3, "update", "restored")]
     table = run("history", str(folder / "a.md"), ws=ws).stdout
     assert "restored" in table and "deleted" in table
+    doc_id = json.loads(run("query", "bananas", "--json", ws=ws).stdout)["results"][0]["document_id"]
+    assert "deleted 1 document (history kept)" in run("delete", doc_id, "-y", ws=ws).stdout
 
 
 def test_delete_a_folder_deletes_every_document_under_it_even_once_gone(tmp_path: Path) -> None:
@@ -223,8 +225,6 @@ def test_delete_a_folder_deletes_every_document_under_it_even_once_gone(tmp_path
     result = run("delete", str(folder), "--yes", ws=ws)
     assert result.exit_code == 0 and "deleted 2 documents (history kept)" in result.stdout
     assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 1
-    doc_id = json.loads(run("query", "bananas", "--json", ws=ws).stdout)["results"][0]["document_id"]
-    assert "deleted 1 document (history kept)" in run("delete", doc_id, "-y", ws=ws).stdout
 
 
 def _in_a_terminal(args: list[str], answer: str) -> tuple[int, str]:
