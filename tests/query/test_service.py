@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
+from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import InvalidParameterError, UnknownNameError
+from ragloom.retrieve import get_mode
 from ragloom.retrieve.basic import HybridOptions
 from ragloom.retrieve.lens import BalancedOptions
 from ragloom.retrieve.window import DynamicOptions
 
-from ..conftest import ingest_all
+from ..conftest import fast_settings, ingest_all
 
 
 def test_a_mistyped_option_is_an_error_that_names_the_valid_ones(engine: Engine) -> None:
@@ -54,11 +56,6 @@ def test_defaults_come_from_the_settings_and_options_override_them(engine: Engin
 
 
 def test_every_option_with_a_setting_defaults_to_it_in_every_mode_that_has_it(tmp_path: Path) -> None:
-    from ragloom.embed import HashingEmbedder
-    from ragloom.retrieve import get_mode
-
-    from ..conftest import fast_settings
-
     changed = fast_settings(**{"retrieval.sentence_weight": 0.2, "retrieval.chunks_per_lens": 3, "graph.hops": 2,
                                "graph.follow": ["MENTIONS"], "sentences.threshold": 0.6, "sentences.window": 1})
     engine = Engine(tmp_path / "ws", settings=changed, embedder=HashingEmbedder())
