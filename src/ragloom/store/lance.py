@@ -53,6 +53,11 @@ from ragloom.store.schema import (
 #: Each write adds a fragment; compacting them costs more than it saves until there are this many.
 SMALL_FRAGMENTS_BEFORE_COMPACTION = 16
 UNINDEXED_ROWS_BEFORE_INDEXING = 5000
+#: The BM25 index keeps the statistics of the rows it holds (document count, term frequencies,
+#: mean length); rows added since are searched too, but ranked with those statistics. Once the
+#: unindexed rows pass this share of the indexed ones they are folded in, so that a workspace
+#: never ranks with the statistics of its first batch.
+FTS_UNINDEXED_SHARE = 0.05
 #: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
 TEXT_MEMO_CHARS = 64_000_000
 #: Edge types recomputed per chunk, per document and per lens on an incremental update.
@@ -553,7 +558,11 @@ class LanceStore:
 
     def optimize(self, *, force: bool = False) -> bool:
         """Fold new rows into the indexes and compact small fragments, when there are enough of
-        them to matter (searches cover unindexed rows anyway); returns whether it ran."""
+        them to matter; returns whether it ran. The BM25 index folds in new rows once they pass
+        :data:`FTS_UNINDEXED_SHARE` of its rows: its statistics are those of the rows it holds,
+        so a workspace whose index was built from the first batch of an ingest ranked with that
+        batch's statistics (measured on the contextual set, 116 of 737 chunks indexed: BM25
+        Pass@10 87.9 against 89.8 with all indexed, tuning half)."""
         ran = False
         with self._change():
             for name in TABLES:
@@ -561,8 +570,12 @@ class LanceStore:
                 if table is None:
                     continue
                 small = table.stats()["fragment_stats"]["num_small_fragments"]
-                unindexed = sum(table.index_stats(ix.name).num_unindexed_rows for ix in table.list_indices())
-                if force or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
+                counts = [(ix.index_type, table.index_stats(ix.name)) for ix in table.list_indices()]
+                unindexed = sum(stats.num_unindexed_rows for _, stats in counts)
+                stale_fts = any(kind == "FTS" and stats.num_unindexed_rows > FTS_UNINDEXED_SHARE * stats.num_indexed_rows
+                                for kind, stats in counts)
+                if force or stale_fts or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION \
+                        or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
                     # Versions past the retention go (readers pin only the last commit); the
                     # rows' own history (as_of, superseded_at) is untouched. New rows are folded
                     # into the existing indexes, the ANN index included.
