@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from common import MATERIALS, markdown_table, save
-from ragloom.config import DEFAULT_LENSES, Settings
+from ragloom.config import Settings
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.metrics import normalized_entropy
@@ -38,17 +38,19 @@ def main() -> None:
         embedder = EvalContext(Path(tmp), Path(tmp) / "out").embedder  # the shared, cached local model
         engine = Engine(Path(tmp) / "ws", settings=Settings.load(environ={}, overrides={"embedding.cache": False}),
                         embedder=embedder)
-        for lens in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
-            engine.ingest(lens, lens=lens.name)
+        folders = sorted(p for p in MATERIALS.iterdir() if p.is_dir())
+        lenses_of_workspace = [p.name for p in folders]
+        for folder in folders:
+            engine.ingest(folder, lens=folder.name)
         rows, raw = [], {}
         for query in QUERIES:
             row = {"query": query}
             for n in args.top:
                 for mode in ("hybrid", "balanced"):
-                    options = {"chunks_per_lens": n // len(DEFAULT_LENSES)} if mode == "balanced" else {}
+                    options = {"chunks_per_lens": n // len(lenses_of_workspace)} if mode == "balanced" else {}
                     results = engine.query(query, mode=mode, k=n, **options).results
                     lenses = [r.lens for r in results]
-                    row[f"{mode} top {n}"] = round(normalized_entropy(lenses, DEFAULT_LENSES), 3)
+                    row[f"{mode} top {n}"] = round(normalized_entropy(lenses, lenses_of_workspace), 3)
                     raw[f"{query} | {mode} | {n}"] = dict(Counter(lenses))
             rows.append(row)
     columns = ["query"] + [f"{m} top {n}" for n in args.top for m in ("hybrid", "balanced")]
