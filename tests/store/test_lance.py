@@ -153,3 +153,29 @@ def test_a_small_addition_waits_for_its_share_before_the_bm25_index_takes_it(tmp
     (folder / "large.md").write_text("\n\n".join(text for _, text in texts[6:12]), encoding="utf-8")
     engine.ingest(folder, lens="x")
     assert _fts_counts(engine)[1] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts open files through /proc (Linux)")
+def test_a_process_that_ingests_and_queries_keeps_few_files_open(tmp_path: Path) -> None:
+    """LanceDB's connection keeps a file of every index version it read open while it lives; each
+    fold of the BM25 index makes a new version, so the store renews its connections (on one
+    connection this loop ended with 80 more open files than it began with)."""
+    import os
+
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.stats()
+    counts = [open_files()]
+    for i in range(80):
+        path = folder / f"d{i}.md"
+        path.write_text(f"# Doc {i}\n\n" + " ".join(f"alpha w{i} beta{j} gamma{i * j}." for j in range(60)),
+                        encoding="utf-8")
+        engine.ingest([path], lens="x")
+        assert engine.query("alpha beta3", mode="hybrid") and engine.query(f"beta5 w{i}", mode="bm25")
+        counts.append(open_files())
+    assert max(counts) - counts[0] <= 10, counts

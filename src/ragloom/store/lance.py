@@ -58,6 +58,10 @@ UNINDEXED_ROWS_BEFORE_INDEXING = 5000
 #: unindexed rows pass this share of the indexed ones they are folded in, so that a workspace
 #: never ranks with the statistics of its first batch.
 FTS_UNINDEXED_SHARE = 0.05
+#: A LanceDB connection keeps every index version it has read in its cache, with a file of each
+#: open, for as long as it lives; the read connection is renewed once it holds this many
+#: versions that the tables no longer use (see :meth:`LanceStore._pin`).
+STALE_INDEXES_BEFORE_RECONNECT = 4
 #: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
 TEXT_MEMO_CHARS = 64_000_000
 #: Edge types recomputed per chunk, per document and per lens on an incremental update.
@@ -210,12 +214,15 @@ class LanceStore:
         self.ann = ann or AnnSettings()
         self._state: _LocalState | remote.ObjectState
         if self.remote:
-            self._db = _lancedb().connect(self.location, storage_options=remote.storage_options(self.location) or None)
             self._state = remote.ObjectState(remote.join(self.location, STATE_DIR), lock_timeout=lock_timeout)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._db = _lancedb().connect(str(self.path))
             self._state = _LocalState(self.path / STATE_DIR)
+        # Writes and reads on connections of their own, each renewed when the index versions
+        # its cache holds open have been replaced (an optimisation, another process's commit).
+        self._db = self._connect()
+        self._read_db = self._connect()
+        self._index_ids: set[str] = set()  # index versions the read connection has pinned
         self._write_lock = self._state.lock
         self._writers: dict[str, Any] = {}  # table handles at the latest version, for writes
         self._readers: dict[str, Any] = {}  # table handles at the committed version, for reads
@@ -255,7 +262,7 @@ class LanceStore:
             if commit is None:  # a workspace without commits yet: read the newest versions
                 pins = {}
                 for name in TABLES:
-                    table = self._readers.get(name) or self._open(name)
+                    table = self._readers.get(name) or self._open(name, self._read_db)
                     if table is not None:
                         table.checkout_latest()
                         self._readers[name] = table
@@ -268,10 +275,26 @@ class LanceStore:
             return True
 
     def _pin(self, pins: dict[str, int]) -> None:
+        self._checkout(pins, self._readers, self._read_db)
+        current = {str(ix.index_uuid) for table in self._readers.values() for ix in table.list_indices()}
+        if len(self._index_ids - current) >= STALE_INDEXES_BEFORE_RECONNECT:
+            # The connection's cache keeps a file of every index version a search read open;
+            # a new one lets the replaced versions go (and the space of their deleted files).
+            # The handles are swapped whole: a query on another thread sees old or new ones.
+            db, readers = self._connect(), dict[str, Any]()
+            self._checkout(pins, readers, db)
+            self._read_db, self._readers, self._index_ids = db, readers, set()
+        self._index_ids |= current
+        self._pins = pins
+        self.forget()
+
+    def _checkout(self, pins: dict[str, int], readers: dict[str, Any], db: Any) -> None:  # noqa: ANN401
+        """``readers`` at ``pins``, opened from ``db`` where missing (a version cleaned up since:
+        the newest, and ``pins`` says so)."""
         for name in TABLES:
-            table = self._readers.get(name) or (self._open(name) if name in pins else None)
+            table = readers.get(name) or (self._open(name, db) if name in pins else None)
             if name not in pins or table is None:
-                self._readers.pop(name, None)
+                readers.pop(name, None)
                 continue
             if int(table.version) != pins[name]:
                 try:
@@ -279,18 +302,23 @@ class LanceStore:
                 except Exception:  # noqa: BLE001 - that version was cleaned up: read the newest
                     table.checkout_latest()
                     pins[name] = int(table.version)
-            self._readers[name] = table
-        self._pins = pins
-        self.forget()
+            readers[name] = table
 
     @property
     def pins(self) -> Mapping[str, int]:
         """The table versions reads see (the last commit)."""
         return dict(self._pins or {})
 
-    def _open(self, name: str) -> Any:  # noqa: ANN401
+    def _connect(self) -> Any:  # noqa: ANN401 - a lancedb connection
+        if self.remote:
+            from ragloom.store import remote
+
+            return _lancedb().connect(self.location, storage_options=remote.storage_options(self.location) or None)
+        return _lancedb().connect(str(self.path))
+
+    def _open(self, name: str, db: Any) -> Any:  # noqa: ANN401
         try:
-            return self._db.open_table(name)
+            return db.open_table(name)
         except ValueError:  # "Table 'x' was not found"
             return None
 
@@ -330,7 +358,7 @@ class LanceStore:
         """The table at its newest version, for writing (created from ``schema`` if missing)."""
         table = self._writers.get(name)
         if table is None:
-            table = self._open(name)
+            table = self._open(name, self._db)
             if table is None:
                 if schema is None:
                     return None
@@ -583,6 +611,11 @@ class LanceStore:
                     ran = True
                 if name in ("chunks", "sentences"):
                     ran = self._ensure_ann(table) or ran
+            if ran:
+                # An optimisation reads the index versions it replaces into the connection's
+                # cache, which keeps a file of each open as long as the connection lives.
+                self._db = self._connect()
+                self._writers.clear()
         return ran
 
     def _ensure_ann(self, table: Any) -> bool:  # noqa: ANN401
