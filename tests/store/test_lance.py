@@ -1,7 +1,9 @@
-"""The edges table: full replacement, scoped incremental updates and reads among candidates."""
+"""The LanceDB store: the edges table (full replacement, scoped updates, reads among candidates),
+the BM25 index's statistics after an ingest, and the files a long-lived process keeps open."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -161,7 +163,6 @@ def test_a_process_that_ingests_and_queries_keeps_few_files_open(tmp_path: Path)
     """LanceDB's connection keeps a file of every index version it read open while it lives; each
     fold of the BM25 index makes a new version, so the store renews its connections (on one
     connection this loop ended with 80 more open files than it began with)."""
-    import os
 
     def open_files() -> int:
         return len(os.listdir("/proc/self/fd"))

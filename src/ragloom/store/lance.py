@@ -316,9 +316,10 @@ class LanceStore:
             return _lancedb().connect(self.location, storage_options=remote.storage_options(self.location) or None)
         return _lancedb().connect(str(self.path))
 
-    def _open(self, name: str, db: Any) -> Any:  # noqa: ANN401
+    def _open(self, name: str, db: Any = None) -> Any:  # noqa: ANN401
+        """The table ``name`` at its newest version, from ``db`` (the write connection by default)."""
         try:
-            return db.open_table(name)
+            return (db or self._db).open_table(name)
         except ValueError:  # "Table 'x' was not found"
             return None
 
@@ -358,7 +359,7 @@ class LanceStore:
         """The table at its newest version, for writing (created from ``schema`` if missing)."""
         table = self._writers.get(name)
         if table is None:
-            table = self._open(name, self._db)
+            table = self._open(name)
             if table is None:
                 if schema is None:
                     return None
