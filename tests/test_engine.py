@@ -171,17 +171,19 @@ def test_a_crash_mid_write_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     assert len(reopened.history(doc)) == 2
 
 
-def test_repair_rolls_back_only_when_a_marker_says_so(engine: Engine, tmp_path: Path) -> None:
+def test_taking_the_lock_rolls_back_only_when_a_marker_says_so(engine: Engine, tmp_path: Path) -> None:
     folder = tmp_path / "d"
     folder.mkdir()
     (folder / "a.md").write_text("# A\nalpha.", encoding="utf-8")
     engine.ingest(folder, lens="x")
     store = engine.store
-    assert store.repair() == 0
+    with store.writer():
+        assert store.rolled_back == 0
     committed = store.pins["documents"]
     (store.path / "_ragloom" / "pending").write_text(json.dumps({"tables": dict(store.pins)}), encoding="utf-8")
     store._writable("documents").update(where="TRUE", values_sql={"superseded_at": "NULL"})
-    assert store.repair() == 1  # the documents table went back to its committed version
+    with store.writer():
+        assert store.rolled_back == 1  # the documents table went back to its committed version
     assert [d["version_sequence"] for d in engine.store.documents("default")] == [1]
     assert engine.store.pins["documents"] > committed  # a restore is a new version with the old rows
 

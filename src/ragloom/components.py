@@ -8,11 +8,13 @@ on first use.
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import Any, Protocol, TypeVar
 
 from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
 from ragloom.config import Settings
@@ -26,8 +28,36 @@ from ragloom.load.limits import Limits
 from ragloom.parse.doctype import DocTypeRule
 from ragloom.query.result import shown
 from ragloom.store.lance import AnnSettings, LanceStore
+from ragloom.store.views import files_gone
 from ragloom.types import Document
 from ragloom.workspace import Workspace
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class _HasComponents(Protocol):
+    components: Components
+
+
+def one_commit(method: F) -> F:
+    """Make ``method`` (of an object with ``components``) a read operation: every read it makes
+    sees one commit, whatever is committed meanwhile (see :meth:`LanceStore.reading`). When a
+    writer in another process cleaned that commit's files up meanwhile (it keeps the last few
+    commits', see :data:`~ragloom.store.lance.KEEP_COMMITS`), the operation runs again, once,
+    on the newest commit."""
+    @functools.wraps(method)
+    def held(self: _HasComponents, *args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        store = self.components.store
+        outermost = not store.holds_view()
+        for attempt in range(2 if outermost else 1):
+            try:
+                with store.reading():
+                    return method(self, *args, **kwargs)
+            except (ValueError, RuntimeError, OSError) as exc:
+                if attempt or not outermost or not files_gone(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+    return held  # type: ignore[return-value]
 
 
 class Components:

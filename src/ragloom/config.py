@@ -249,8 +249,9 @@ class EntitySettings(_Section):
 class WorkspaceSettings(_Section):
     lock_timeout: float = Field(600.0, ge=0, description="seconds a writer waits for another writer to finish")
     version_retention: float = Field(
-        600.0, ge=0, description="seconds old table versions are kept for readers still on them; older ones, "
-                                 "and the files of a crashed write, are removed when the store is compacted")
+        600.0, ge=0, description="seconds old table versions are kept at most; they go sooner once older than the "
+                                 "last 4 commits (a read of another process that loses them runs again); the files of "
+                                 "a failed or crashed write go at the next compaction")
 
 
 class IngestSettings(_Section):
@@ -271,8 +272,10 @@ class IngestSettings(_Section):
         100_000, ge=1, description="a document that would make more sentence and chunk rows than this is refused "
                                    "before it is chunked (the rows are counted with the sentence splitter)")
     max_seconds_per_file: float = Field(
-        120.0, ge=0, description="seconds one PDF, DOCX or HTML file may take to convert; conversion runs in a child "
-                                 "process that is stopped at the limit (0: no limit, converted in this process)")
+        120.0, ge=0, description="seconds one file may take to be read, converted, parsed, chunked and enriched "
+                                 "(any format; a model writing chunk contexts is not counted); a PDF, DOCX or HTML "
+                                 "file converts in a child process that is stopped at the limit (0: no limit, "
+                                 "converted in this process)")
     extensions: tuple[str, ...] = Field(
         (".md", ".markdown", ".mdx", ".txt", ".text", ".rst", ".html", ".htm", ".pdf", ".docx"),
         description="file types read from folders")

@@ -12,6 +12,7 @@ delegates each job to the service that does it:
 
 from __future__ import annotations
 
+import sys
 import warnings as _warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
@@ -21,7 +22,7 @@ from typing import Any
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.chunk import chunker_from_settings
 from ragloom.chunk.preset import PresetSpan
-from ragloom.components import Components
+from ragloom.components import Components, one_commit
 from ragloom.config import Settings
 from ragloom.context import OptimizedContext
 from ragloom.embed import Embedder
@@ -43,6 +44,16 @@ from ragloom.workspace import Workspace
 from ragloom.writing import DEFAULT_TITLE, AskResult, Writing
 
 __all__ = ["Engine", "IngestReport", "Progress", "QueryResult", "parse_time"]
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that names the first frame outside ragloom (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class Engine:
@@ -103,7 +114,7 @@ class Engine:
         for w in found:
             if w not in self._warned:
                 self._warned.add(w)
-                _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=3)
+                _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=_caller_level())
         return found
 
     # -- documents to chunks, without the store --------------------------------------------------
@@ -198,6 +209,7 @@ class Engine:
 
     # -- reads -----------------------------------------------------------------------------------
 
+    @one_commit
     def query(self, text: str, *, k: int | None = None, mode: str | None = None,
               lenses: Sequence[str] | str | None = None, tenant: str | None = None,
               as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
@@ -222,36 +234,43 @@ class Engine:
         self._warn()
         return result
 
+    @one_commit
     def optimize(self, results: Sequence[ScoredChunk], query: str, *, budget: int | None = None,
                  organize: str | None = None, tenant: str | None = None) -> OptimizedContext:
         """The optimised context window for retrieved ``results`` (see :mod:`ragloom.context`)."""
         return self.queries.optimize(results, query, budget=budget, organize=organize, tenant=tenant)
 
+    @one_commit
     def graph(self, *, tenant: str | None = None) -> ContextGraph:
         """The tenant's context graph as a networkx view (read once per commit); read-only."""
         return self.graphs.view(self.components.tenant(tenant))
 
+    @one_commit
     def contradictions(self, *, topic: str | None = None, tenant: str | None = None, limit: int | None = 20,
                        lenses: Sequence[str] | None = None) -> list[Contradiction]:
         """Concrete conflicts between lenses: the whole workspace, or the chunks about ``topic``."""
         return self.insights.contradictions(topic=topic, tenant=tenant, limit=limit, lenses=lenses)
 
+    @one_commit
     def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,
                         limit: int | None = None) -> list[BackReference]:
         """For each entity the chunk mentions, up to ``limit`` other chunks that mention it."""
         return self.insights.back_references(chunk_id, tenant=tenant, as_of=as_of, limit=limit)
 
+    @one_commit
     def entities(self, *, tenant: str | None = None, lens: str | None = None, type: str | None = None,  # noqa: A002
                  as_of: datetime | None = None) -> list[dict[str, Any]]:
         """Every entity mentioned in the tenant's current documents, most mentioned first."""
         return self.insights.entities(tenant=tenant, lens=lens, type=type, as_of=as_of)
 
+    @one_commit
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""
         return self.insights.quality(tenant=tenant, lens=lens, worst=worst)
 
     # -- writing -------------------------------------------------------------------------------
 
+    @one_commit
     def ask(self, question: str, *, mode: str | None = None, lenses: Sequence[str] | None = None,
             tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
             k: int | None = None, writer: Writer | None = None, on_text: Callable[[str], None] | None = None,
@@ -261,6 +280,7 @@ class Engine:
         return self.writing.ask(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of, budget=budget, k=k,
                                 writer=writer, on_text=on_text, **options)
 
+    @one_commit
     def generate(self, *, context: str | None = "", queries: Sequence[str] | None = None, title: str | None = None,
                  tenant: str | None = None, lenses: Sequence[str] | None = None, as_of: datetime | str | None = None,
                  budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
@@ -274,6 +294,7 @@ class Engine:
 
     # -- administration --------------------------------------------------------------------------
 
+    @one_commit
     def stats(self, *, tenant: str | None = None) -> dict[str, Any]:
         tenant = self.components.tenant(tenant)
         manifest = self.workspace.manifest() or {}
@@ -288,6 +309,7 @@ class Engine:
             "warnings": self._warn(),
         }
 
+    @one_commit
     def history(self, path: str | Path, *, tenant: str | None = None) -> list[dict[str, Any]]:
         """Every version of the document at ``path``, oldest first."""
         tenant = self.components.tenant(tenant)

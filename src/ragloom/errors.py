@@ -120,6 +120,16 @@ class StoreError(RagloomError):
     """The workspace store is missing, locked or inconsistent."""
 
 
+class DiskFullError(StoreError):
+    """The disk (or quota) holding the workspace is full: the write that met it was undone.
+
+    An ingest stopped by it carries what it did before the disk filled in ``report`` (an
+    :class:`~ragloom.ingest.IngestReport`)."""
+
+    report: object | None = None
+    workspace: str = ""
+
+
 class NoWorkspaceError(StoreError):
     """A command that reads a workspace was given a folder that does not exist."""
 
@@ -203,6 +213,18 @@ class ArchiveBombError(FileTooLargeError):
     """A DOCX (a ZIP container) whose parts declare more than ``ingest.max_unpacked_mb`` uncompressed."""
 
     reason = "expands too much when unpacked"
+
+
+class ProcessingTimeoutError(LoadError):
+    """Reading, parsing, chunking and enriching one file took longer than ``ingest.max_seconds_per_file``."""
+
+    reason = "took too long to read"
+
+
+class FileChangingError(LoadError):
+    """The file changed while it was read, every time it was read (another program writing it)."""
+
+    reason = "changed while it was read"
 
 
 class NestingTooDeepError(LoadError):

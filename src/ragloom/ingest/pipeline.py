@@ -13,13 +13,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ragloom.chunk.preset import PresetSpan
-from ragloom.errors import InvalidParameterError, LoadError, NothingToIngestError, RagloomError
+from ragloom.errors import (
+    DiskFullError,
+    InvalidParameterError,
+    LoadError,
+    NothingToIngestError,
+    ProcessingTimeoutError,
+    RagloomError,
+)
 from ragloom.ingest.report import IngestReport, Progress, skipped_sentence
 from ragloom.ingest.stages import Stage, default_stages
 from ragloom.ingest.work import IngestRun, Work
 from ragloom.load import scan, validate_name
 from ragloom.load.scan import real_path
 from ragloom.parse.doctype import infer_doc_type
+from ragloom.store.faults import disk_full, is_disk_full
 from ragloom.store.lance import GRAPH_STALE
 from ragloom.store.plan import CHUNKS, SENTENCES
 from ragloom.store.schema import document_from_row, document_metadata, document_tombstone, new_id, tombstone
@@ -102,18 +110,44 @@ class IngestPipeline:
             run = IngestRun(self.c, report, progress, at or datetime.now(UTC),
                             rebuild_graph=rebuild_graph or bool(store.commit_info().get(GRAPH_STALE)))
             limit = batch_limit or self.c.settings.ingest.batch_chunks
-            if runner is None:
-                self._run(items, run, limit, total)
-            else:
-                runner.execute(self, items, run, limit, total)
+            try:
+                if runner is None:
+                    self._run(items, run, limit, total)
+                else:
+                    runner.execute(self, items, run, limit, total)
+            except DiskFullError as exc:
+                raise self._stopped(exc, report) from exc
+            # Housekeeping after the documents landed: a failure here loses nothing, and the
+            # next ingest does it again, so it is a line of the report, not an error.
             if report.added or report.updated or report.deleted:
                 t0 = time.perf_counter()
-                store.optimize()
+                self._housekeeping("optimising the tables", store.optimize, run)
                 report.add_time("store", time.perf_counter() - t0)
             if store.has_table(CHUNKS):
-                self.c.record()
+                self._housekeeping("recording the index settings", self.c.record, run)
         report.seconds = time.perf_counter() - started
         return report
+
+    @staticmethod
+    def _housekeeping(what: str, step: Any, run: IngestRun) -> None:  # noqa: ANN401 - a callable
+        try:
+            step()
+        except (RagloomError, OSError, RuntimeError) as exc:
+            why = "no space left on the disk" if is_disk_full(exc) else f"{type(exc).__name__}: {exc}"
+            message = f"{what} failed after the documents were stored ({why}); the next ingest tries again"
+            run.report.fail(f"<{what}>", message)
+            run.progress.message(message)
+
+    @staticmethod
+    def _stopped(exc: DiskFullError, report: IngestReport) -> DiskFullError:
+        """The error that stops a run on a full disk, saying what was stored before it."""
+        stored = report.added + report.updated
+        error = DiskFullError(
+            f"no space left on the disk of the workspace {exc.workspace or 'being written'}: "
+            f"{stored} of {report.files} documents were stored before it filled, and the write that met it was "
+            "undone; free some space and run the same command again (it stores only what is missing)")
+        error.report, error.workspace = report, exc.workspace
+        return error
 
     def _run(self, items: Iterable[Work], run: IngestRun, limit: int, total: int | None) -> None:
         per_doc, per_batch, per_run = self._phases()
@@ -139,21 +173,42 @@ class IngestPipeline:
             try:
                 done = stage(done, run)
             except Exception as exc:  # noqa: BLE001 - the documents landed; say what did not
-                message = f"{stage.name}: {type(exc).__name__}: {exc}"
+                message = (f"{stage.name}: {disk_full(exc, str(self.c.workspace))}" if is_disk_full(exc)
+                           else f"{stage.name}: {type(exc).__name__}: {exc}")
                 run.report.fail(f"<{stage.name}>", message)
                 run.progress.message(message)
 
     def _apply(self, stages: Sequence[Stage], items: list[Work], run: IngestRun) -> list[Work]:
-        """Items through ``stages``; a failure fails the items given (one, for document stages)."""
+        """Items through ``stages``; a failure fails the items given (one, for document stages).
+
+        A document's stages share one time bound (``ingest.max_seconds_per_file``): past it, the
+        document fails with a line saying so. Python cannot stop a stage half way, so the bound is
+        checked after each; every regular expression being linear (``tests/test_regexes.py``),
+        no single stage runs far past it. A stage that waits on a model (``bounded = False``)
+        does not count."""
+        limit = self.c.settings.ingest.max_seconds_per_file
+        spent = 0.0
         for stage in stages:
             if not items:
                 break
+            started = time.perf_counter()
             try:
                 items = stage(items, run)
+            except DiskFullError:
+                raise  # no later document can be written either: the run stops (see run)
             except Exception as exc:  # noqa: BLE001 - whatever a stage raises fails its documents, not the run
                 for item in items:
                     self._fail(item, exc, run)
                 return []
+            if stage.scope == "document" and getattr(stage, "bounded", True):
+                spent += time.perf_counter() - started
+                if limit and spent > limit and items:
+                    for item in items:
+                        self._fail(item, ProcessingTimeoutError(
+                            item.source, f"{spent:.0f} s by the end of the {stage.name} stage, above "
+                            f"ingest.max_seconds_per_file = {limit:g}",
+                            fix="raise ingest.max_seconds_per_file or split the file"), run)
+                    return []
             for item in items:
                 if item.skip == "unchanged":
                     run.report.unchanged += 1

@@ -115,6 +115,10 @@ class QueryService:
                              graph=lambda: graph.view(request.tenant))
 
     def run(self, request: QueryRequest) -> QueryResult:
+        with self.c.store.reading():  # the retrieval and every post-stage read one commit
+            return self._run(request)
+
+    def _run(self, request: QueryRequest) -> QueryResult:
         started = time.perf_counter()
         search = self._search(request)
         mode = get_mode(request.mode)

@@ -64,7 +64,7 @@ def search_both(req: SearchRequest, k: int, with_vectors: bool) -> tuple[list[di
     with _pool_lock:
         if _pool is None:
             _pool = ThreadPoolExecutor(4, thread_name_prefix="ragloom-search")
-    text = _pool.submit(_text_rows, req, k, with_vectors)
+    text = _pool.submit(req.store.run_held(_text_rows, req, k, with_vectors))  # the same commit as this thread
     return _vector_rows(req, k, with_vectors), text.result()
 
 

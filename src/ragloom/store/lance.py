@@ -6,19 +6,25 @@ how a workspace is shared: any number of processes may read while one writes.
 - **Writes** take the workspace's write lock (:meth:`LanceStore.writer`; a second writer waits,
   and gives up with a clear error after ``lock_timeout`` seconds). Each logical write (a batch
   of documents, a graph update, a deletion) leaves a *pending* marker, changes the tables, then
-  records a *commit*: the version of every table. A crash between the two leaves the marker,
-  and the next writer rolls every table back to the commit before it writes.
-- **Reads** see the last commit and nothing after it: every table is read at the version the
-  commit names (LanceDB's time travel), so a query never sees half a write, whoever is writing.
-  :meth:`LanceStore.snapshot` moves the reads to the newest commit; the engine calls it at the
-  start of each operation, so a long-lived process sees other processes' writes.
-- What the store keeps in memory (:meth:`LanceStore.memo`, document texts) belongs to one
-  commit and is dropped when the reads move to another.
+  records a *commit*: the version of every table. A write that fails is rolled back at once; a
+  crash between the two leaves the marker, and the next writer rolls every table back to the
+  commit before it writes. A rollback writes only manifests and the commit record, so that it
+  works on a full disk (a local workspace sets 4 MiB aside for it).
+- **Reads** see one commit and nothing after it: a read operation holds a *read view*
+  (:meth:`LanceStore.reading`; :mod:`ragloom.store.views`), every table opened at the version
+  the commit names (LanceDB's time travel), from its first read to its last, whoever commits
+  meanwhile. Readers never wait for a writer. :meth:`LanceStore.snapshot` makes the newest
+  commit the view new operations start from (one ``stat`` when nothing changed).
+- What the store keeps in memory (:meth:`LanceStore.memo`, document texts) belongs to the view
+  it was read from, and goes with it.
+- Old table versions go once older than the last few commits (:data:`KEEP_COMMITS`) or
+  ``version_retention``; a read elsewhere that loses them runs again on the newest commit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import fcntl
 import json
 import math
@@ -26,16 +32,18 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from ragloom.errors import MissingExtraError, StoreError, WorkspaceLockedError
+from ragloom.store.faults import disk_full, is_disk_full
 from ragloom.store.filters import DateRange, scope, sql_in, sql_str, sql_time
 from ragloom.store.locks import ReentrantLock
 from ragloom.store.schema import (
@@ -49,6 +57,9 @@ from ragloom.store.schema import (
     TABLES,
     chunk_schema,
 )
+from ragloom.store.views import ReadView, open_view, version_gone
+
+T = TypeVar("T")
 
 #: Each write adds a fragment; compacting them costs more than it saves until there are this many.
 SMALL_FRAGMENTS_BEFORE_COMPACTION = 16
@@ -60,19 +71,33 @@ UNINDEXED_ROWS_BEFORE_INDEXING = 5000
 FTS_UNINDEXED_SHARE = 0.05
 #: A LanceDB connection keeps every index version it has read in its cache, with a file of each
 #: open, for as long as it lives; the read connection is renewed once it holds this many
-#: versions that the tables no longer use (see :meth:`LanceStore._pin`).
+#: versions that the tables no longer use (see :meth:`LanceStore._open_view`).
 STALE_INDEXES_BEFORE_RECONNECT = 4
-#: Characters of document text :meth:`LanceStore.document_texts` keeps in memory.
-TEXT_MEMO_CHARS = 64_000_000
 #: Edge types recomputed per chunk, per document and per lens on an incremental update.
 _PER_CHUNK = ("SIMILAR_TO", "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "MENTIONS", "SHARED_ENTITY")
 _PER_DOCUMENT = ("SEQUENTIAL", "SAME_SOURCE")
 #: Where the store keeps its lock, commit record and pending marker, beside the tables.
 STATE_DIR = "_ragloom"
-#: The commit record and the pending marker, in that folder.
-COMMIT, PENDING = "commit.json", "pending"
+#: The commit record, the pending marker and the space set aside for a rollback, in that folder.
+COMMIT, PENDING, RESERVE = "commit.json", "pending", "reserve"
 #: Commit flag: chunks changed since the graph's edges were last written.
 GRAPH_STALE = "graph_stale"
+#: Commit flag: a write was rolled back, and the files it wrote wait for the next optimisation.
+ORPHANS = "orphans"
+#: Commits whose table versions stay, however young (besides the last one, and those reads of
+#: this process hold). Each write's versions hold the files it wrote, and a compaction rewrites a
+#: whole table: a 47 KB corpus ingested again 70 times within the old 10-minute retention grew its
+#: workspace to 840 MB. A read in another process that outlives this many commits loses its files,
+#: and runs again on the newest commit (:func:`ragloom.components.one_commit`).
+KEEP_COMMITS = 4
+#: Versions older than those before a table is optimised for their sake alone (LanceDB's
+#: optimisation also compacts and folds new rows into the indexes, 1-4 s at 100,000 chunks, so
+#: it does not run for every few versions).
+OLD_VERSIONS_BEFORE_CLEANUP = 24
+#: Space a local workspace sets aside (a file in its state folder) so that a write that fails
+#: on a full disk can still be rolled back: the rollback gives it up first if it must. A
+#: rollback writes a manifest per table and the commit record, a few KB each.
+RESERVE_BYTES = 4 * 2**20
 
 
 def _lancedb() -> Any:  # noqa: ANN401 - the lancedb module
@@ -140,8 +165,9 @@ class _WriteLock(ReentrantLock):
                 time.sleep(min(0.05 * (1 + waited), 0.5))
         info = {"pid": os.getpid(), "command": " ".join(os.path.basename(a) for a in sys.argv[:2]) or "python",
                 "since": datetime.now(UTC).isoformat(timespec="seconds")}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it is for messages only: a full disk may refuse it
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
         self._fd = fd
 
     def _release(self) -> None:
@@ -166,7 +192,9 @@ class _LocalState:
             st = (self.folder / name).stat()
         except FileNotFoundError:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        # The commit record is replaced by a rename, so its inode changes too: two commits within
+        # one tick of the file system's clock, of the same size, still differ.
+        return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
 
     def read(self, name: str) -> str | None:
         try:
@@ -194,6 +222,34 @@ class _LocalState:
     def arm(self, name: str) -> None:
         """Nothing to fence locally: the ``flock`` dies with its process."""
 
+    def reserve(self, size: int) -> None:
+        """Set ``size`` bytes of disk aside (blocks allocated, not a sparse file), if there is room."""
+        path = self.folder / RESERVE
+        with contextlib.suppress(OSError):
+            if path.stat().st_size >= size:
+                return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        except OSError:
+            return
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError:
+            os.ftruncate(fd, 0)  # no room for it now: try again at the next write
+        finally:
+            os.close(fd)
+
+    def release_reserve(self) -> bool:
+        """Give the set-aside space back to the disk; returns whether there was any."""
+        path = self.folder / RESERVE
+        try:
+            had = path.stat().st_size > 0
+            path.unlink()
+        except OSError:
+            return False
+        return had
+
 
 class LanceStore:
     """LanceDB tables in ``<workspace>/lancedb`` (a folder, or a URI on object storage: see
@@ -218,18 +274,20 @@ class LanceStore:
         else:
             self.path.mkdir(parents=True, exist_ok=True)
             self._state = _LocalState(self.path / STATE_DIR)
+            self._state.reserve(RESERVE_BYTES)  # from the start: a first write may meet a full disk
         # Writes and reads on connections of their own, each renewed when the index versions
         # its cache holds open have been replaced (an optimisation, another process's commit).
         self._db = self._connect()
         self._read_db = self._connect()
-        self._index_ids: set[str] = set()  # index versions the read connection has pinned
+        self._index_ids: set[str] = set()  # index versions the read connection has opened
         self._write_lock = self._state.lock
         self._writers: dict[str, Any] = {}  # table handles at the latest version, for writes
-        self._readers: dict[str, Any] = {}  # table handles at the committed version, for reads
-        self._lock = threading.RLock()
-        self._memo: dict[Hashable, Any] = {}
-        self._memo_chars = 0
-        self._pins: dict[str, int] | None = None  # table versions reads are pinned to
+        #: The newest commit's view; an operation in :meth:`reading` holds the one it began with.
+        self._view = ReadView({}, {}, -1)
+        self._held: contextvars.ContextVar[ReadView | None] = contextvars.ContextVar(f"ragloom-view-{id(self)}",
+                                                                                     default=None)
+        self._refresh = threading.Lock()  # one thread opens a new view at a time; never held by a write
+        self._live: list[ReadView] = []  # views operations of this process hold now (cleanup keeps them)
         self._tx_owner: int | None = None  # the thread writing a transaction
         self._tx_flags: dict[str, Any] = {}
         self._commit_stamp: Hashable | None = None
@@ -237,7 +295,7 @@ class LanceStore:
         self.rolled_back = 0
         self.snapshot()
 
-    # -- commits and snapshots ----------------------------------------------------------------
+    # -- commits and read views ----------------------------------------------------------------
 
     def _read_commit(self) -> dict[str, Any] | None:
         try:
@@ -250,64 +308,97 @@ class LanceStore:
             where = f"{self.location}/{STATE_DIR}/{COMMIT}"
             raise StoreError(f"{where} is unreadable ({exc}); remove it to read the newest table versions") from exc
 
-    def snapshot(self) -> bool:
-        """Move reads to the newest commit; returns whether they moved. Cheap when nothing
-        changed (one ``stat``), so every operation can start with it."""
-        stamp = self._state.stamp(COMMIT)
-        with self._lock:
-            if stamp is not None and stamp == self._commit_stamp:
+    def snapshot(self, *, force: bool = False) -> bool:
+        """Make the newest commit the view new reads start from; returns whether it moved.
+        Cheap when nothing changed (one ``stat``), so every operation can start with it. An
+        operation already holding a view (:meth:`reading`) keeps it. ``force``: read the commit
+        record whatever its file's stamp says (a writer, after its own commit)."""
+        with self._refresh:
+            stamp = self._state.stamp(COMMIT)
+            if stamp is not None and stamp == self._commit_stamp and not force:
                 return False
-            commit = self._read_commit() if stamp is not None else None
-            self._commit_stamp = stamp
-            if commit is None:  # a workspace without commits yet: read the newest versions
-                pins = {}
-                for name in TABLES:
-                    table = self._readers.get(name) or self._open(name, self._read_db)
-                    if table is not None:
-                        table.checkout_latest()
-                        self._readers[name] = table
-                        pins[name] = int(table.version)
-            else:
-                pins = {name: int(v) for name, v in commit["tables"].items()}
-            if pins == self._pins:
-                return False
-            self._pin(pins)
-            return True
+            for _ in range(8):
+                commit = self._read_commit() if stamp is not None else None
+                if commit is None:  # a workspace without commits yet: its newest versions
+                    pins, sequence = self._newest_versions(), 0
+                else:
+                    pins, sequence = {name: int(v) for name, v in commit["tables"].items()}, int(commit.get("sequence", 0))
+                if pins == self._view.pins:
+                    self._commit_stamp = stamp
+                    return False
+                try:
+                    self._open_view(pins, sequence)
+                except ValueError as exc:
+                    if not version_gone(exc):
+                        raise
+                    # A writer cleaned that version up after committing a newer one: read the
+                    # commit record again (it names the newer one).
+                    stamp = self._state.stamp(COMMIT)
+                    continue
+                self._commit_stamp = stamp
+                return True
+            raise StoreError(f"the commit record of {self.location} names table versions that no longer exist; "
+                             f"remove {STATE_DIR}/{COMMIT} to read the newest versions")
 
-    def _pin(self, pins: dict[str, int]) -> None:
-        self._checkout(pins, self._readers, self._read_db)
-        current = {str(ix.index_uuid) for table in self._readers.values() for ix in table.list_indices()}
+    def _newest_versions(self) -> dict[str, int]:
+        versions = {}
+        for name in TABLES:
+            table = self._open(name, self._read_db)
+            if table is not None:
+                versions[name] = int(table.version)
+        return versions
+
+    def _open_view(self, pins: dict[str, int], sequence: int) -> None:
+        view = open_view(pins, sequence, lambda name: self._open(name, self._read_db), self._view)
+        current = {str(ix.index_uuid) for table in view.tables.values() for ix in table.list_indices()}
         if len(self._index_ids - current) >= STALE_INDEXES_BEFORE_RECONNECT:
             # The connection's cache keeps a file of every index version a search read open;
             # a new one lets the replaced versions go (and the space of their deleted files).
-            # The handles are swapped whole: a query on another thread sees old or new ones.
-            db, readers = self._connect(), dict[str, Any]()
-            self._checkout(pins, readers, db)
-            self._read_db, self._readers, self._index_ids = db, readers, set()
+            # Views still held keep their handles, and with them the old connection, until done.
+            self._read_db, self._index_ids = self._connect(), set()
+            view = open_view(pins, sequence, lambda name: self._open(name, self._read_db), None)
         self._index_ids |= current
-        self._pins = pins
-        self.forget()
+        self._view = view
 
-    def _checkout(self, pins: dict[str, int], readers: dict[str, Any], db: Any) -> None:  # noqa: ANN401
-        """``readers`` at ``pins``, opened from ``db`` where missing (a version cleaned up since:
-        the newest, and ``pins`` says so)."""
-        for name in TABLES:
-            table = readers.get(name) or (self._open(name, db) if name in pins else None)
-            if name not in pins or table is None:
-                readers.pop(name, None)
-                continue
-            if int(table.version) != pins[name]:
-                try:
-                    table.checkout(pins[name])
-                except Exception:  # noqa: BLE001 - that version was cleaned up: read the newest
-                    table.checkout_latest()
-                    pins[name] = int(table.version)
-            readers[name] = table
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[ReadView]:
+        """Hold one commit's view for a whole read operation (a query, an answer, a report): every
+        read of this thread (and of what it hands the view to, see :meth:`run_held`) sees that
+        commit, whatever is committed meanwhile. Re-entrant; inside a write it is the writer's view."""
+        held = self._held.get()
+        if held is not None:
+            yield held
+            return
+        self.snapshot()
+        view = self._view
+        token = self._held.set(view)
+        with self._refresh:
+            self._live.append(view)
+        try:
+            yield view
+        finally:
+            self._held.reset(token)
+            with self._refresh:
+                self._live.remove(view)
+
+    def run_held(self, fn: Callable[..., T], *args: Any) -> Callable[[], T]:  # noqa: ANN401
+        """``fn(*args)`` as a callable for another thread that reads through this thread's view."""
+        context = contextvars.copy_context()
+        return lambda: context.run(fn, *args)
+
+    def holds_view(self) -> bool:
+        """Whether this thread's operation holds a view (it is inside :meth:`reading`)."""
+        return self._held.get() is not None
+
+    def view(self) -> ReadView:
+        """The view reads of this thread see now: the one its operation holds, else the newest."""
+        held = self._held.get()
+        return held if held is not None else self._view
 
     @property
     def pins(self) -> Mapping[str, int]:
-        """The table versions reads see (the last commit)."""
-        return dict(self._pins or {})
+        """The table versions reads see (the last commit, or the view this operation holds)."""
+        return dict(self.view().pins)
 
     def _connect(self) -> Any:  # noqa: ANN401 - a lancedb connection
         if self.remote:
@@ -330,30 +421,22 @@ class LanceStore:
         again from the tables every time (the sentence index's arrays, the context graph)."""
         if self._in_transaction():
             return load()  # uncommitted data belongs to no commit
-        with self._lock:
-            pins = self._pins
-            if key in self._memo:
-                return self._memo[key]
-        value = load()
-        with self._lock:
-            if pins == self._pins:  # a commit came in while loading: use the value, keep none
-                self._memo.setdefault(key, value)
-        return value
+        with self.reading() as view:  # what load() reads is the view it is kept in
+            return view.memo(key, load)
 
     def forget(self) -> None:
         """Drop everything :meth:`memo` and :meth:`document_texts` keep."""
-        with self._lock:
-            self._memo.clear()
-            self._memo_chars = 0
+        self.view().forget()
 
     # -- tables ------------------------------------------------------------------------------
 
     def _table(self, name: str) -> Any:  # noqa: ANN401
-        """The table as of the last commit, for reading (None when it did not exist then); the
-        newest version for the thread writing a transaction, which must read its own writes."""
+        """The table as of the commit this operation reads, for reading (None when it did not
+        exist then); the newest version for the thread writing a transaction, which must read
+        its own writes."""
         if self._in_transaction():
             return self._writable(name)
-        return self._readers.get(name)
+        return self.view().table(name)
 
     def _writable(self, name: str, schema: pa.Schema | None = None) -> Any:  # noqa: ANN401
         """The table at its newest version, for writing (created from ``schema`` if missing)."""
@@ -377,11 +460,16 @@ class LanceStore:
             return None
         return int(table.schema.field("vector").type.list_size)
 
+    @property
+    def workspace(self) -> str:
+        """The workspace the tables belong to, as messages name it (the folder above them)."""
+        return self.location.rsplit("/", 1)[0] if self.remote else str(self.path.parent)
+
     def _check_dim(self, table: Any, dim: int) -> None:  # noqa: ANN401
         have = table.schema.field("vector").type.list_size
         if have != dim:
             raise StoreError(
-                f"the workspace at {self.location.rsplit('/', 1)[0] if self.remote else self.path.parent} holds {have}-dimensional vectors but the embedder makes "
+                f"the workspace at {self.workspace} holds {have}-dimensional vectors but the embedder makes "
                 f"{dim}-dimensional ones; run 'ragloom reindex' or use another workspace"
             )
 
@@ -407,29 +495,43 @@ class LanceStore:
         A second writer waits (``on_wait`` hears why, once) and raises
         :class:`~ragloom.errors.WorkspaceLockedError` after ``timeout`` seconds (default
         ``lock_timeout``). Taking the lock finishes the business of a writer that crashed: the
-        tables go back to the last commit.
+        tables go back to the last commit. Reads of the writing thread see the newest commit
+        (its own writes), even inside an operation that holds an older view.
         """
         with self._write_lock.held(self.lock_timeout if timeout is None else timeout, on_wait) as outer:
-            if outer:
-                self._state.arm(COMMIT)
-                self._writers.clear()  # another process may have written, or dropped, tables since
-                self.rolled_back = self._rollback() if self._state.exists(PENDING) else 0
-            yield
+            token = self._held.set(None)
+            try:
+                if outer:
+                    self._state.arm(COMMIT)
+                    self._writers.clear()  # another process may have written, or dropped, tables since
+                    self.rolled_back = self._settle()
+                    self._state.reserve(RESERVE_BYTES)
+                    self.snapshot()  # another process may have committed before the lock was ours
+                yield
+            finally:
+                self._held.reset(token)
 
     @contextlib.contextmanager
     def _change(self, **flags: Any) -> Iterator[None]:  # noqa: ANN401
         """One logical write: marker (with the versions to return to), table changes, commit
-        (with ``flags``). Takes the lock if it is not held. Inside a :meth:`transaction` the
-        transaction's marker and commit stand for it."""
+        (with ``flags``). Takes the lock if it is not held. A write that fails is rolled back at
+        once, so that what the caller tries next starts from the last commit. Inside a
+        :meth:`transaction` the transaction's marker and commit stand for it."""
         if self._in_transaction():
-            with self._lock:
-                yield
+            yield
             self._tx_flags.update(flags)
             return
-        with self.writer(), self._lock:
-            self._mark()
-            yield
-            self._commit(**flags)
+        with self.writer():
+            self._settle()  # an earlier write of this hold failed and could not be rolled back then
+            try:
+                self._mark()
+                yield
+                self._commit(**flags)
+            except BaseException as exc:
+                self._abort(exc)
+                if is_disk_full(exc):
+                    raise disk_full(exc, self.workspace) from exc
+                raise
             self._state.unlink(PENDING)
 
     def _mark(self) -> None:
@@ -452,20 +554,20 @@ class LanceStore:
             yield
             return
         with self.writer():
-            with self._lock:
+            self._settle()
+            try:
                 self._mark()
                 self._tx_owner, self._tx_flags = threading.get_ident(), {}
-            try:
                 yield
-            except BaseException:
                 self._tx_owner = None
-                with self._lock:
-                    self._rollback()
-                raise
-            self._tx_owner = None
-            with self._lock:
                 self._commit(**self._tx_flags)
-                self._state.unlink(PENDING)
+            except BaseException as exc:
+                self._tx_owner = None
+                self._abort(exc)
+                if is_disk_full(exc):
+                    raise disk_full(exc, self.workspace) from exc
+                raise
+            self._state.unlink(PENDING)
 
     def _versions(self) -> dict[str, int]:
         """The newest version of every existing table."""
@@ -479,28 +581,67 @@ class LanceStore:
     def _commit(self, **extra: Any) -> None:  # noqa: ANN401
         versions = self._versions()
         previous = self._read_commit() or {}
-        record = {**{k: v for k, v in previous.items() if k != "tables"}, "tables": versions,
-                  "sequence": int(previous.get("sequence", 0)) + 1,
+        recent = ([previous["tables"]] if "tables" in previous else []) + list(previous.get("recent", []))
+        record = {**{k: v for k, v in previous.items() if k not in ("tables", "recent")}, "tables": versions,
+                  "recent": recent[:KEEP_COMMITS], "sequence": int(previous.get("sequence", 0)) + 1,
                   "committed_at": datetime.now(UTC).isoformat(), **extra}
         check = getattr(self._write_lock, "check", None)
         if callable(check):  # a lease on object storage: still ours?
             check()
         self._state.write(COMMIT, json.dumps(record), fenced=True)
-        self.snapshot()
+        self.snapshot(force=True)
 
     def commit_info(self) -> dict[str, Any]:
         """The last commit record (table versions, sequence, flags such as ``graph_stale``)."""
         return self._read_commit() or {}
 
+    def _settle(self) -> int:
+        """Roll back the write a pending marker stands for, if there is one (a crashed process's,
+        or one of this process that failed and could not be rolled back then); returns the tables
+        rolled back. Raises a :class:`StoreError` that says why when it cannot."""
+        if not self._state.exists(PENDING):
+            return 0
+        try:
+            return self._rollback()
+        except Exception as exc:  # noqa: BLE001 - said in ragloom's words, with what to do
+            if is_disk_full(exc):
+                raise disk_full(exc, self.workspace, rolling_back=True) from None
+            raise StoreError(f"the workspace {self.location} could not be returned to its last commit after an "
+                             f"interrupted write ({type(exc).__name__}: {exc}); reads still see the last commit; "
+                             "run the command again, or 'ragloom reindex'") from exc
+
+    def _abort(self, exc: BaseException) -> None:
+        """After a failed write: every table back to the last commit now. When that fails too
+        (the disk is full, say), the space set aside for it is given up and it is tried again;
+        failing still, the marker stays and the next write tries first (readers see the last
+        commit meanwhile)."""
+        for attempt in range(2):
+            try:
+                self._rollback()
+                if attempt:
+                    with contextlib.suppress(OSError):
+                        self._state.reserve(RESERVE_BYTES)
+                return
+            except Exception as again:  # noqa: BLE001 - the first error is the one to raise
+                if attempt or not is_disk_full(again) or not self._state.release_reserve():
+                    exc.add_note(f"rolling back failed too ({type(again).__name__}: {again}); "
+                                 "the next write of this workspace rolls back first")
+                    return
+
     def _rollback(self) -> int:
         """Every table back to the versions the pending marker recorded before an interrupted
-        write began (a table that write created is dropped); returns tables rolled back."""
+        write began (a table that write created is dropped); returns tables rolled back.
+
+        It writes only what a restore needs (a manifest per table, the commit record), so that
+        it works on a disk with little space: the files the interrupted write left go at the
+        next optimisation (:meth:`optimize`)."""
         try:
             before = json.loads(self._state.read(PENDING) or "{}").get("tables")
         except (OSError, ValueError):
             before = None
         if before is None:  # a marker without versions: the last commit is the state to return to
             before = (self._read_commit() or {}).get("tables", {})
+        self._writers.clear()  # a failed write may have left a handle mid-way: open them afresh
         rolled = 0
         for name in TABLES:
             table = self._writable(name)
@@ -514,18 +655,9 @@ class LanceStore:
             elif int(table.version) != int(target):
                 table.restore(int(target))
                 rolled += 1
-            # Files the crashed write left unreferenced go now (no other writer can be
-            # writing: this one holds the lock); its versions go once past the retention.
-            table.optimize(cleanup_older_than=self.version_retention, delete_unverified=True)
-        self._commit()
+        self._commit(**{ORPHANS: True})
         self._state.unlink(PENDING)
         return rolled
-
-    def repair(self) -> int:
-        """Roll back an interrupted write, if a marker says there was one (taking the lock does
-        it); returns the number of tables rolled back."""
-        with self.writer():
-            return self.rolled_back
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -589,9 +721,15 @@ class LanceStore:
         """Fold new rows into the indexes and compact small fragments, when there are enough of
         them to matter; returns whether it ran. The BM25 index takes its new rows once they pass
         :data:`FTS_UNINDEXED_SHARE` of its rows (why: there; on the contextual set, with 116 of
-        737 chunks indexed, BM25 Pass@10 was 87.9 against 89.8 with all, tuning half)."""
+        737 chunks indexed, BM25 Pass@10 was 87.9 against 89.8 with all, tuning half).
+
+        Old table versions go once past ``version_retention``, and sooner once older than the
+        last :data:`KEEP_COMMITS` commits (they hold the files of every write since, and no as-of
+        query reads them: the rows carry their own history); after a rolled-back write, the
+        files it left go too."""
         ran = False
-        with self._change():
+        orphans = bool(self.commit_info().get(ORPHANS))
+        with self._change(**({ORPHANS: False} if orphans else {})):
             for name in TABLES:
                 table = self._writable(name)
                 if table is None:
@@ -601,12 +739,15 @@ class LanceStore:
                 unindexed = sum(stats.num_unindexed_rows for _, stats in counts)
                 stale_fts = any(kind == "FTS" and stats.num_unindexed_rows > FTS_UNINDEXED_SHARE * stats.num_indexed_rows
                                 for kind, stats in counts)
-                if force or stale_fts or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION \
-                        or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
-                    # Versions past the retention go (readers pin only the last commit); the
-                    # rows' own history (as_of, superseded_at) is untouched. New rows are folded
-                    # into the existing indexes, the ANN index included.
-                    table.optimize(cleanup_older_than=self.version_retention)
+                keep, old = self._cleanup_age(name, table)
+                if force or orphans or stale_fts or old >= OLD_VERSIONS_BEFORE_CLEANUP \
+                        or small >= SMALL_FRAGMENTS_BEFORE_COMPACTION or unindexed >= UNINDEXED_ROWS_BEFORE_INDEXING:
+                    # The rows' own history (as_of, superseded_at) is untouched: only the table's
+                    # versions go. New rows are folded into the existing indexes, the ANN index
+                    # included. No other writer can be writing: this one holds the lock.
+                    with warnings.catch_warnings():  # "cleanup_older_than=0 removes every version": meant
+                        warnings.filterwarnings("ignore", message=r"optimize\(cleanup_older_than=0\)")
+                        table.optimize(cleanup_older_than=keep, delete_unverified=orphans)
                     ran = True
                 if name in ("chunks", "sentences"):
                     ran = self._ensure_ann(table) or ran
@@ -616,6 +757,24 @@ class LanceStore:
                 self._db = self._connect()
                 self._writers.clear()
         return ran
+
+    def _cleanup_age(self, name: str, table: Any) -> tuple[timedelta, int]:  # noqa: ANN401
+        """How old a version of ``table`` may be and stay, and how many versions are older:
+        ``version_retention``, or less when older than every version the last
+        :data:`KEEP_COMMITS` commits and the reads of this process still name."""
+        commit = self.commit_info()
+        named = [tables[name] for tables in [commit.get("tables", {}), *commit.get("recent", [])] if name in tables]
+        if len(named) <= KEEP_COMMITS:
+            return self.version_retention, 0  # too few commits yet to know which versions are old
+        with self._refresh:
+            named += [view.pins[name] for view in self._live if name in view.pins]
+        stamps = {int(v["version"]): v["timestamp"] for v in table.list_versions()}
+        oldest = stamps.get(min(named))
+        if oldest is None:
+            return self.version_retention, 0
+        # A second more: LanceDB measures the age from its own "now", a moment later than this one.
+        age: timedelta = datetime.now(oldest.tzinfo) - oldest + timedelta(seconds=1)
+        return min(self.version_retention, max(timedelta(0), age)), sum(1 for v in stamps if v < min(named))
 
     def _ensure_ann(self, table: Any) -> bool:  # noqa: ANN401
         """An ANN index on the vectors once the table has ``ann.min_rows`` rows, and bitmap
@@ -744,36 +903,23 @@ class LanceStore:
     def document_texts(self, tenant: str, document_ids: Iterable[str], *,
                        as_of: datetime | None = None) -> dict[str, str]:
         """The text of each document (current, or at ``as_of``), read in one query; current
-        texts are kept in memory for the commit (at most ``TEXT_MEMO_CHARS`` characters).
+        texts are kept in memory with the commit's view (at most ``TEXT_MEMO_CHARS`` characters).
         A document that does not exist (then) has no entry."""
-        out: dict[str, str] = {}
-        missing = []
-        with self._lock:
-            pins = self._pins
-            for doc in set(document_ids):
-                key = ("text", tenant, doc)
-                if as_of is None and key in self._memo:
-                    out[doc] = self._memo[key]
-                else:
-                    missing.append(doc)
-        if not missing:
-            return out
-        rows = self._select(self._table("documents"), scope(tenant, as_of=as_of, extra=[sql_in("document_id", missing)]),
-                            ["document_id", "version_sequence", "text"])
-        for r in sorted(rows, key=lambda r: r["version_sequence"]):  # the latest version wins
-            out[r["document_id"]] = r["text"] or ""
-        with self._lock:
-            if as_of is not None or pins != self._pins:
-                return out  # a past state, or a commit came in while reading: keep none
-            if self._memo_chars > TEXT_MEMO_CHARS:
-                for key in [k for k in self._memo if isinstance(k, tuple) and k[0] == "text"]:
-                    del self._memo[key]
-                self._memo_chars = 0
-            for doc in missing:
-                if doc in out:
-                    self._memo[("text", tenant, doc)] = out[doc]
-                    self._memo_chars += len(out[doc])
-        return out
+        ids = set(document_ids)
+        with self.reading() as view:
+            kept = as_of is None and not self._in_transaction()
+            out, missing = view.texts(tenant, ids) if kept else ({}, list(ids))
+            if not missing:
+                return out
+            read: dict[str, str] = {}
+            rows = self._select(self._table("documents"),
+                                scope(tenant, as_of=as_of, extra=[sql_in("document_id", missing)]),
+                                ["document_id", "version_sequence", "text"])
+            for r in sorted(rows, key=lambda r: r["version_sequence"]):  # the latest version wins
+                read[r["document_id"]] = r["text"] or ""
+            if kept:
+                view.keep_texts(tenant, read)
+        return {**out, **read}
 
     def lenses(self, tenant: str, *, as_of: datetime | None = None) -> set[str]:
         """The lenses that have chunks for ``tenant`` (at ``as_of``; the current ones are kept in

@@ -333,3 +333,9 @@ class ObjectState:
 
     def unlink(self, name: str) -> None:
         self.files.delete(name)
+
+    def reserve(self, size: int) -> None:
+        """Nothing to set aside: object storage does not fill up as a disk does."""
+
+    def release_reserve(self) -> bool:
+        return False
