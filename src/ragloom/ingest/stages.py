@@ -43,7 +43,16 @@ from ragloom.enrich.search_text import search_text
 from ragloom.enrich.timeref import extract_time_refs, time_labels
 from ragloom.errors import TooManyRowsError
 from ragloom.ingest.work import IngestRun, Work
-from ragloom.load import ConverterProcess, Limits, display_path, document_id, file_hash, load_file, read_file
+from ragloom.load import (
+    ConverterProcess,
+    Limits,
+    changed_since,
+    display_path,
+    document_id,
+    file_hash,
+    load_file,
+    read_checked,
+)
 from ragloom.load.scan import real_path
 from ragloom.parse.sections import _headings, parse_sections
 from ragloom.parse.sentences import sentence_spans
@@ -126,7 +135,7 @@ class Load(_Timed):
             if item.document is None:
                 assert item.path is not None, "a work item has a path or a document"
                 item.previous = self._previous(item, run, document_id(item.tenant, real_path(item.path)))
-                data = read_file(item.path, limits)
+                data, item.read_stat = read_checked(item.path, limits)
                 if not self._unchanged(item, run, "file_hash", file_hash(data)):
                     loaded = load_file(item.path, lens=item.lens, tenant=c.tenant(item.tenant), limits=limits,
                                        doc_type_rules=c.doc_rules, default_doc_type=c.settings.doc_types.default,
@@ -304,6 +313,8 @@ class ChunkContext(_Timed):
 
     name = "context"
     scope: ClassVar[Scope] = "document"
+    #: The time a model takes to write contexts is not the file's (``ingest.max_seconds_per_file``).
+    bounded: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self._writer: tuple[object, ChunkContextWriter] | None = None
@@ -487,6 +498,9 @@ class Store(_Timed):
     scope: ClassVar[Scope] = "batch"
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
+        items = self._unchanged_since_read(items, run)
+        if not items:
+            return items
         c = run.components
         rows: dict[str, list[dict[str, object]]] = {"documents": [], CHUNKS: [], SENTENCES: [], "mentions": []}
         close: dict[str, list[str]] = {"documents": [], CHUNKS: [], SENTENCES: []}
@@ -533,6 +547,20 @@ class Store(_Timed):
                         written=sum(1 for keep in track.keep if not keep))
             self._note_changes(item, run)
         return items
+
+    @staticmethod
+    def _unchanged_since_read(items: list[Work], run: IngestRun) -> list[Work]:
+        """The items whose files did not change after they were read (checked here, when the
+        read is long past for all but the freshest files, so that no file waits on its own)."""
+        kept = []
+        for item in items:
+            changed = changed_since(item.path, item.read_stat) if item.path and item.read_stat else None
+            if changed is None:
+                kept.append(item)
+            else:
+                run.report.fail(item.source, str(changed))
+                run.progress.message(str(changed))
+        return kept
 
     @staticmethod
     def _note_changes(item: Work, run: IngestRun) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -52,6 +53,8 @@ class Work:
     qualities: list[ChunkQuality] = field(default_factory=list)
     #: Why the document leaves the run early without failing ("unchanged").
     skip: str | None = None
+    #: The file's state when it was read (the store checks it did not change since).
+    read_stat: os.stat_result | None = None
 
     @property
     def doc(self) -> Document:

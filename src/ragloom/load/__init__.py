@@ -5,13 +5,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from stat import S_ISREG
 
-from ragloom.errors import EmptyDocumentError, FileTooLargeError, InvalidParameterError, NotRegularFileError
+from ragloom.errors import (
+    EmptyDocumentError,
+    FileChangingError,
+    FileTooLargeError,
+    InvalidParameterError,
+    NotRegularFileError,
+)
 from ragloom.load.limits import MIB, Limits, display_path, mib
 from ragloom.load.normalize import (
     normalize_text,
@@ -39,6 +46,8 @@ __all__ = [
     "load_document",
     "load_file",
     "normalize_text",
+    "changed_since",
+    "read_checked",
     "read_file",
     "scan",
     "validate_name",
@@ -126,7 +135,7 @@ def load_file(
     shown = display_path(path)
     stat = check_file(path, limits)
     if data is None:
-        data = _read(path, limits.file_bytes)
+        data, stat = _read(path, limits.file_bytes, stat)
     if not data.strip():
         raise EmptyDocumentError(shown)
     if converter is not None and path.suffix.lower() in ISOLATED:
@@ -188,22 +197,73 @@ def check_file(path: Path, limits: Limits) -> os.stat_result:
 
 def read_file(path: str | Path, limits: Limits = Limits()) -> bytes:  # noqa: B008 - frozen
     """A file's bytes after :func:`check_file` (what ingest hashes to tell an unchanged file)."""
+    return read_checked(path, limits)[0]
+
+
+def read_checked(path: str | Path, limits: Limits = Limits()) -> tuple[bytes, os.stat_result]:  # noqa: B008
+    """A file's bytes after :func:`check_file`, and the file's state when they were read (for
+    :func:`changed_since`, once whatever uses them is about to keep them)."""
     path = Path(path)
-    check_file(path, limits)
-    return _read(path, limits.file_bytes)
+    return _read(path, limits.file_bytes, check_file(path, limits))
 
 
-def _read(path: Path, limit: int | None) -> bytes:
-    """The file's bytes, never more than ``limit`` (a file growing while it is read is refused)."""
+#: A file modified this recently when read may still be being written in parts: it is looked at
+#: again, at least this long after, before what was read is stored (:func:`changed_since`).
+SETTLE_SECONDS = 0.05
+#: Reads of a file that keeps changing before it is reported.
+READ_TRIES = 4
+
+
+def _read(path: Path, limit: int | None, before: os.stat_result) -> tuple[bytes, os.stat_result]:
+    """The file's bytes, never more than ``limit`` (a file growing past it is refused), read
+    while it did not change: the same file, size and modification time before the read, on the
+    open file after it and on the path after it. A file that keeps changing is reported, not
+    stored half-written."""
+    for attempt in range(READ_TRIES):
+        try:
+            with path.open("rb") as f:
+                data = f.read() if limit is None else f.read(limit + 1)
+                opened = os.fstat(f.fileno())
+            after = path.stat()
+        except OSError as exc:
+            raise stat_error(path, exc) from exc
+        if limit is not None and len(data) > limit:
+            raise FileTooLargeError(display_path(path), f"more than {mib(limit)} when read (it is growing)",
+                                    fix="ingest it once it is complete")
+        if _same(opened, before) and _same(after, before) and len(data) == after.st_size:
+            return data, after
+        before = after
+        time.sleep(SETTLE_SECONDS * (attempt + 1))
+    raise _changing(path, f"it changed each of the {READ_TRIES} times it was read")
+
+
+def changed_since(path: str | Path, read: os.stat_result) -> FileChangingError | None:
+    """Whether the file changed after it was read as ``read`` says (another program was still
+    writing it, in parts, with a pause while it was read): the error to report, or None.
+
+    Called just before what was read is stored; a file modified within :data:`SETTLE_SECONDS`
+    of the read is looked at no sooner than that after, so that a writer's short pause is not
+    taken for the end. A file gone since is not a change (what was read was whole)."""
+    wait = SETTLE_SECONDS - (time.time() - read.st_mtime)
+    if wait > 0:
+        time.sleep(wait)
     try:
-        with path.open("rb") as f:
-            data = f.read() if limit is None else f.read(limit + 1)
-    except OSError as exc:
-        raise stat_error(path, exc) from exc
-    if limit is not None and len(data) > limit:
-        raise FileTooLargeError(display_path(path), f"more than {mib(limit)} when read (it is growing)",
-                                fix="ingest it once it is complete")
-    return data
+        now = Path(path).stat()
+    except OSError:
+        return None
+    if _same(now, read):
+        return None
+    return _changing(Path(path), "it changed after it was read")
+
+
+def _changing(path: Path, detail: str) -> FileChangingError:
+    return FileChangingError(display_path(path), detail,
+                             fix="ingest it again once the program writing it has finished")
+
+
+def _same(a: os.stat_result, b: os.stat_result) -> bool:
+    """The same file, unchanged: device, inode, size and modification time (in nanoseconds)."""
+    return (a.st_dev, a.st_ino, a.st_size, a.st_mtime_ns) == (b.st_dev, b.st_ino, b.st_size, b.st_mtime_ns)
 
 
 def file_hash(data: bytes) -> str:
