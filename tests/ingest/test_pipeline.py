@@ -168,3 +168,28 @@ def test_nothing_to_ingest_is_an_error_that_says_what_was_found(engine: Engine, 
     report = engine.ingest(other, lens="x")
     assert report.added == 1 and report.skipped == {".csv": 2, "": 1}
     assert engine.ingest(empty, lens="x", sync=True).files == 0  # a sync of an emptied folder is legitimate
+
+
+def test_every_format_gets_the_per_file_time_bound(tmp_path: Path) -> None:
+    """Not only PDF, DOCX and HTML conversion: a Markdown file whose own stages take longer than
+    ``ingest.max_seconds_per_file`` fails with a line saying so, and the others land."""
+    import time
+
+    engine = Engine(tmp_path / "ws", settings=fast_settings(**{"ingest.max_seconds_per_file": 0.3}),
+                    embedder=HashingEmbedder())
+
+    class SlowOnOne:
+        name, scope = "slow", "document"
+
+        def __call__(self, items: list[Work], run: IngestRun) -> list[Work]:
+            if any("slow" in item.source for item in items):
+                time.sleep(0.5)
+            return items
+
+    engine.pipeline.insert(SlowOnOne(), after="parse")
+    report = engine.ingest(write(tmp_path / "d", {"slow.md": "# Slow\nalpha.", "fast.md": "# Fast\nbeta."}), lens="x")
+    assert report.added == 1
+    (source, message), = report.failed
+    assert source.endswith("slow.md")
+    assert "took too long to read" in message and "ingest.max_seconds_per_file = 0.3" in message, message
+    assert "raise ingest.max_seconds_per_file or split the file" in message

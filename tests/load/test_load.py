@@ -173,3 +173,21 @@ def test_html_page_chrome_never_becomes_sections(tmp_path: Path) -> None:
         assert [s.path for s in parse_sections(doc.text)] == [("Pumps",), ("Pumps", "Seals")], name
         for chrome in ("Keyboard shortcuts", "Home", "Table of Contents", "©", "¶", "Permalink"):
             assert chrome not in doc.text, (name, chrome)
+
+
+def test_front_matter_with_long_blank_runs_is_read_in_linear_time() -> None:
+    """``title: a`` and 100,000 spaces took 70 s (a quadratic regex); each size here is read in
+    well under a second, and eight times the input takes far less than sixty-four times as long."""
+    import time
+
+    from ragloom.load.normalize import split_front_matter
+
+    def took(n: int) -> float:
+        text = "---\ntitle: a" + " " * n + "b\ndate: 2026-01-02" + "\t" * n + "\n---\nbody"
+        started = time.perf_counter()
+        meta, rest = split_front_matter(text)
+        assert meta["title"] == "a" + " " * n + "b" and meta["date"] == "2026-01-02" and rest == "body"
+        return time.perf_counter() - started
+
+    small, large = min(took(20_000) for _ in range(3)), min(took(160_000) for _ in range(3))
+    assert large < 0.5 and large < 24 * max(small, 1e-4), (small, large)

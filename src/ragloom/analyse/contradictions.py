@@ -63,7 +63,7 @@ START = re.compile(r"\b(?:start|starts|started|begin|begins|began|kicks?\s+off|k
 NEGATION = re.compile(r"\b(?:not|never|cannot|won't|isn't|aren't|wasn't|don't|doesn't|didn't|can't)\b", re.IGNORECASE)
 #: A plan ruled out, said of the clause's subject.
 RULED_OUT = re.compile(
-    r"\bnot\s+(?:yet\s+)?(?:a|an|our|the)?\s*(?:top\s+|high\s+|near-term\s+|\d{4}\s+)?(?:priority|planned|approved|"
+    r"\bnot\s++(?:yet\s++)?(?:(?:a|an|our|the)\s++)?(?:top\s++|high\s++|near-term\s++|\d{4}\s++)?(?:priority|planned|approved|"
     r"committed|scheduled|in\s+scope|on\s+the\s+roadmap)\b|\bout\s+of\s+scope\b|"
     r"\b(?:will\s+not|won't|do\s+not|don't)\s+(?:ship|build|deliver|add|launch|include|commit)\b|"
     r"\b(?:postponed|cancell?ed|dropped|rejected|deprioriti[sz]ed|descoped|shelved)\b", re.IGNORECASE)
@@ -110,11 +110,11 @@ NOT_NOUNS = frozenset("""this has was is does as its his us yes thus plus minus 
 #: Prose the reader never sees as words or numbers: inline code and reST roles, URLs, links,
 #: e-mail addresses, file paths, ``key=value`` settings, shell and debugger variables, hex.
 NOT_PROSE = re.compile(
-    r"``.+?``|`[^`\n]*`|:[\w:.+-]+:`[^`]*`"
-    r"|(?:https?|ftp|file)://\S+|<[^<>\s]+>|\b[\w.+-]+@[\w-]+\.[\w.]+"
+    r"``.+?``|`[^`\n]*`|(?<![\w:.+-]):[\w:.+-]+:`[^`]*`"
+    r"|(?:https?|ftp|file)://\S+|<[^<>\s]+>|(?<![\w.+-])[\w.+-]++@[\w-]++\.[\w.]+"
     r"|(?<![\w~.])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)+"
-    r"|\b[\w.\[\]-]+=\S*"
-    r"|\$(?:\{[^}\s]*\}|[@#?*!]|\d+\s*=)"
+    r"|(?<![\w.\[\]-])[\w.\[\]-]++=\S*"
+    r"|\$(?:\{[^}\s{$]*\}|[@#?*!]|\d+\s*=)"
     r"|\b0x[0-9a-fA-F]+\b", re.DOTALL)
 #: Lines that belong to a shell, a REPL or a debugger.
 PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.[ \t]|\$[ \t]|%[ \t]|\(gdb\)|\(pdb\)|In \[\d+\]:|[\w.-]+@[\w.-]+:\S*[$#])",
@@ -387,7 +387,7 @@ def _numbers(text: str) -> Iterator[tuple[int, int, str, str, float, set[str]]]:
         before = text[start - 1] if start else " "
         after = text[end : end + 2]
         head = text[max(0, start - 40) : start]
-        word_before = re.search(r"([A-Za-z]+)\W{0,2}$", head)
+        word_before = re.search(r"(?<![A-Za-z])([A-Za-z]+)\W{0,2}$", head)
         if (before.isalnum() or before in "._/\\^#@:=*+-~'\"$€£¥"  # an identifier, a version, a path, an expression
                 or re.match(r"[.:/^*×=x+-]?\d|[.,]\w|-[A-Za-z]|_", after)  # 1.2.3, 10:05, 3/4, 4*n, "64-bit"
                 or (currency and after[:1].isalpha() and not SCALE.match(text, end))

@@ -354,7 +354,7 @@ _CODE_SPANS = re.compile(
     re.MULTILINE | re.DOTALL,
 )
 _MAIL_DOMAIN = re.compile(r"@[\w-]+\.[\w.]+")  # a mail address, found from its "@" (a scan for its start is slow)
-_MAIL_USER = re.compile(r"[\w.+-]+$")
+_MAIL_USER = re.compile(r"(?<![\w.+-])[\w.+-]+$")
 _BLANK = re.compile(r"[^\n]")
 _LETTERS = re.compile(r"[^\W\d_]")
 _WORD_BEFORE = re.compile(r"(?<![\w&'’.-])(\w[\w&'’.-]*[\w&]|\w)\s+$")

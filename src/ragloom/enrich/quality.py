@@ -154,7 +154,7 @@ def _confidence(text: str, size: int, model: SizeModel, entities: int) -> float:
     elif size > model.maximum:
         confidence *= 0.9
     confidence += min(entities * 0.05, 0.2)
-    sentences = max(1, len(re.findall(r"[.!?]+(?:\s|$)", text)))
+    sentences = max(1, len(re.findall(r"(?<![.!?])[.!?]++(?:\s|$)", text)))
     average = len(text) / sentences
     quality = 1.0
     if average < 20 or average > 200:

@@ -92,7 +92,7 @@ def _shift(reference: date, unit: str, amount: int) -> tuple[int, int]:
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<m>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])\b"), "iso_date"),
     (re.compile(rf"\b{_MONTH}\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+{_YEAR}\b", re.I), "month_day_year"),
-    (re.compile(rf"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\s*,?\s+{_YEAR}\b", re.I), "day_month_year"),
+    (re.compile(rf"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:\s*+,\s++|\s++){_YEAR}\b", re.I), "day_month_year"),
     (re.compile(r"\b(?:FY|CY)?\s?(?P<year>(?:19|20)\d{2})\s?[-/ ]?\s?Q(?P<q>[1-4])\b", re.I), "year_quarter"),
     (re.compile(r"\bQ(?P<q>[1-4])(?:\s?[-/ ]?\s?(?:FY\s?)?(?P<year>(?:19|20)\d{2})|\s?'(?P<yy>\d{2}))?\b", re.I), "quarter"),
     (re.compile(r"\b(?P<ord>first|second|third|fourth|1st|2nd|3rd|4th|last)\s+quarter(?:\s+(?:of|in)\s+(?:the\s+year\s+)?(?P<year>(?:19|20)\d{2}))?", re.I), "quarter_words"),

@@ -49,7 +49,7 @@ MENTIONS, SHARED_ENTITY = "MENTIONS", "SHARED_ENTITY"
 ENTITY_TYPES = (MENTIONS, SHARED_ENTITY)
 
 _WORD = re.compile(r"\w+")
-_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*$")
+_QUALIFIER = re.compile(r"(?<!\s)\s*+\([^()]*\)\s*+$")
 #: Names longer than this are sentences used as headings, not names anything repeats.
 MAX_NAME_CHARS = 120
 

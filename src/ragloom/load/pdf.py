@@ -14,14 +14,14 @@ from pdfminer.pdfdocument import PDFDocument
 from pdfminer.pdfparser import PDFParser
 
 _SPACES = re.compile(r"[ \t\u00a0]{2,}")
-#: A table-of-contents line: a title, dot leaders (". . . ." or "....") and a page number.
-_TOC_LINE = re.compile(r"(?:\.\s*){4,}\s*(?:\d{1,4}|[ivxlc]{1,6})\s*$", re.IGNORECASE)
+#: The page number that ends a table-of-contents line (see :func:`is_toc_line`).
+_PAGE_NUMBER = re.compile(r"(?:\d{1,4}|[ivxlc]{1,6})$", re.IGNORECASE)
 #: Fonts that set code, whatever their size: such a line is never a heading or a title.
 _MONOSPACE = re.compile(r"mono|courier|consol|menlo|inconsolata|\bcode|fixed", re.IGNORECASE)
 #: Lines that read as code even in a proportional font: prompts, statements, calls, braces.
 _CODE_LIKE = re.compile(
     r"^(?:\$ |>>> |#!|//|/\*|(?:import|from|def|class|return|const|let|var|function|public|private)\s)"
-    r"|[{};]\s*$|^[\w.]+\([^)]*\)\s*$|\w+\s*=\s*\S"
+    r"|[{};]\s*+$|^[\w.]+\([^)]*\)\s*$|(?<!\w)\w++\s*+=\s*\S"
 )
 #: A line counts as a heading when its font is this much larger than the body text.
 HEADING_RATIO = 1.08
@@ -95,11 +95,24 @@ def _metadata_title(data: bytes) -> str | None:
     return None
 
 
+def is_toc_line(text: str) -> bool:
+    """A table-of-contents line: a title, dot leaders (". . . ." or "....", at least four dots)
+    and a page number. Read from the end, so that a line of dots costs one pass (a regex for it
+    backtracked quadratically)."""
+    body = text.rstrip()
+    number = _PAGE_NUMBER.search(body)
+    if number is None:
+        return False
+    leader = body[: number.start()]
+    dots = leader[len(leader.rstrip(". \t\n\r\f\v\u00a0")):]
+    return dots.count(".") >= 4
+
+
 def pdf_to_markdown(data: bytes, *, max_chars: int | None = None) -> tuple[str, str | None]:
     """(Markdown, title) of a PDF's bytes; :class:`TextLimitExceeded` once the text passes
     ``max_chars`` (checked page by page, so a huge PDF stops early)."""
     # Table-of-contents lines repeat the headings with page numbers: they are not text.
-    lines = [line for line in _lines(data, max_chars) if not _TOC_LINE.search(line.text)]
+    lines = [line for line in _lines(data, max_chars) if not is_toc_line(line.text)]
     if not lines:
         return "", _metadata_title(data)
     weights: Counter[float] = Counter()

@@ -223,7 +223,7 @@ _VOID = frozenset("area base br col embed hr img input link meta param source tr
 _OPTIONAL_END = frozenset("p li dt dd tr td th option optgroup thead tbody tfoot colgroup rb rt rtc rp".split())
 _SKIPPED = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|textarea|title)\b[^>]*>.*?(?:</\1\s*>|\Z)",
                       re.DOTALL | re.IGNORECASE)
-_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*)([^<>]*)>")
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]*+)([^<>]*+)>")
 
 
 def html_depth(html: str, stop: int) -> int:

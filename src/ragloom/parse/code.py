@@ -18,8 +18,11 @@ LANGUAGES = {
 
 _DEFINITION = {
     "python": re.compile(r"^(?P<indent>[ \t]*)(?:async\s+)?(?P<kind>def|class)\s+(?P<name>\w+)", re.M),
-    "rust": re.compile(r"^(?P<indent>[ \t]*)(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
-                       r"(?P<kind>fn|struct|enum|trait|impl|mod)\b(?:<[^>{]*>)?\s*(?P<name>[\w:<>, ]+?)\s*(?:\(|\{|where|$|;|<)", re.M),
+    # The name ends with a non-blank (blanks after it are the separator's): "[\w:<>, ]+?\s*"
+    # tried every split of a run of blanks, quadratic in a long line.
+    "rust": re.compile(r"^(?P<indent>[ \t]*)(?:pub(?:\([^)\n]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
+                       r"(?P<kind>fn|struct|enum|trait|impl|mod)\b(?:<[^>{\n]*>)?\s*"
+                       r"(?P<name>[\w:<>,](?:[\w:<>, ]*?[\w:<>,])?)[ \t]*+(?:\(|\{|where|$|;|<)", re.M),
     "go": re.compile(r"^(?P<indent>[ \t]*)(?P<kind>func|type)\s+(?:\([^)]*\)\s*)?(?P<name>\w+)", re.M),
     "js": re.compile(r"^(?P<indent>[ \t]*)(?:export\s+)?(?:default\s+)?(?:async\s+)?"
                      r"(?P<kind>function|class|interface)\s+(?P<name>\w+)", re.M),

@@ -15,22 +15,22 @@ from ragloom.types import Section
 _LINE = (
     r" {0,3}(?:(?P<fence>`{3,}|~{3,})[^\n]*"
     r"|(?P<atx>#{1,6})(?:[ \t][^\n]*)?"
-    r"|(?P<setext>=+|-+)[ \t]*)(?=\n|\Z)"
+    r"|(?P<setext>=++|-++)[ \t]*+)(?=\n|\Z)"
 )
 _CANDIDATE = re.compile(_LINE)
 # A cheap scan for lines that start with one of the marker characters; only those are
 # matched against the full pattern. Starting from the newline gives the regex engine a
 # literal to look for, several times faster than a MULTILINE ``^`` tried at every position.
 _MARKER_LINE = re.compile(r"\n {0,3}[`~#=-]")
-_ATX_CLOSING = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_ATX_CLOSING = re.compile(r"(?:^|(?<![ \t])[ \t]+)#++[ \t]*+$")
 _NON_SPACE = re.compile(r"\S")
 _NOT_SETEXT_TITLE = re.compile(r"^(?: {4,}|\t| {0,3}(?:[-+*>]|\d{1,9}[.)])(?:[ \t]|$)| {0,3}\|)")
 # Inline markup of a heading: code spans (kept verbatim), images and links (their text),
 # Sphinx roles before a code span (":mod:`venv`"), and runs of emphasis characters.
 _INLINE = re.compile(
     r"(?P<role>(?<![^\s(\[/])(?::[\w.+-]+)+:(?=`))"
-    r"|(?P<ticks>`+)(?P<code>.+?)(?<!`)(?P=ticks)(?!`)"
-    r"|!?\[(?P<label>[^\]]*)\]\((?:[^()\"']|\([^()]*\)|\"[^\"]*\"|'[^']*')*\)"
+    r"|(?<!`)(?P<ticks>`++)(?P<code>.+?)(?<!`)(?P=ticks)(?!`)"
+    r"|!?\[(?P<label>[^\][]*)\]\((?:[^()\"']|\([^()]*\)|\"[^\"]*\"|'[^']*')*\)"
     r"|(?P<dunder>(?<!\w)__[^\W_]\w*__(?!\w))"
     r"|(?P<delim>\*+|_+)"
 )

@@ -18,14 +18,14 @@ ABBREVIATIONS = frozenset(
     sat sun u.s u.k a.m p.m gen col lt sgt capt rev hon ph.d m.sc b.sc""".split()
 )
 
-_TERMINAL = re.compile(r"[.!?…]+[\"'”’)\]]*(?=\s)")
+_TERMINAL = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+(?=\s)")
 _STARTER = re.compile(r"\s+[\"'“‘(\[*_]*[A-Z0-9À-ÖØ-Þ]")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
 _BLOCK_LINE = re.compile(r"\n(?= {0,3}(?:[-+*][ \t]|\d{1,9}[.)][ \t]|#{1,6}[ \t]|\||>|```|~~~))")
 # The end of a heading line or of a setext underline: a sentence always ends there.
-_HEADING_LINE_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|=+[ \t]*|-+[ \t]*)$(?=\n)", re.MULTILINE)
+_HEADING_LINE_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|=++[ \t]*+|-++[ \t]*+)$(?=\n)", re.MULTILINE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
-_WORD_BEFORE = re.compile(r"([\w.]+)\.$")
+_WORD_BEFORE = re.compile(r"(?<![\w.])([\w.]+)\.$")
 
 
 def _is_abbreviation(text: str, dot: int) -> bool:

@@ -39,7 +39,7 @@ _CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 _QUOTED = re.compile(
     r"(?:“(?P<curly>[^“”]{2,2000}?)”|\"(?P<straight>[^\"\n]{2,2000}?)\")"
     r"[\s,.;:!?)]{0,3}(?P<cites>(?:\[[^\]\n]{1,60}\](?!\()\s?)+)")
-_ELLIPSIS = re.compile(r"\s*(?:\[\s*(?:\.\.\.|…)\s*\]|\.\.\.|…)\s*")
+_ELLIPSIS = re.compile(r"(?<!\s)\s*+(?:\[\s*+(?:\.\.\.|…)\s*+\]|\.\.\.|…)\s*+")
 _LINE_MARKERS = re.compile(r"^(?:\s*>)*\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d{1,9}[.)]\s+)?")
 _TABLE_RULE = re.compile(r"^[\s|:\-+]*$")
 _ITALIC_LINE = re.compile(r"\*[^*\n]+\*|_[^_\n]+_|\*\*[^*\n]+\*\*:?")
