@@ -20,6 +20,7 @@ failed, modules = [], {}
 for path in sorted(bench.glob("*.py")):
     spec = importlib.util.spec_from_file_location("bench_" + path.stem, path)
     modules[path.stem] = module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     try:
         spec.loader.exec_module(module)
     except Exception as exc:

@@ -15,28 +15,80 @@ from collections.abc import Iterator
 ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st vs etc e.g i.e cf al approx dept est fig figs inc ltd co corp
     no nos vol vols pp ed eds jan feb mar apr jun jul aug sep sept oct nov dec mon tue wed thu fri
-    sat sun u.s u.k a.m p.m gen col lt sgt capt rev hon ph.d m.sc b.sc""".split()
+    sat sun u.s u.k a.m p.m gen col lt sgt capt rev hon ph.d m.sc b.sc resp a.k.a incl excl viz ibid
+    ca approx esp""".split()
 )
+#: Abbreviations that often end a sentence too ("… and so on, etc. The next"): followed by what
+#: can start a sentence, they end one.
+ENDING_ABBREVIATIONS = frozenset({"etc", "al"})
+#: Abbreviations that are one only before a number ("No. 5"): before a word, "no." ends a sentence.
+NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "vol", "vols", "fig", "figs", "pp"})
 
-_TERMINAL = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+(?=\s)")
-_STARTER = re.compile(r"\s+[\"'“‘(\[*_]*[A-Z0-9À-ÖØ-Þ]")
+# A reST citation right after the stop is the sentence's ("… not thought." [3]_ Similarly).
+_TERMINAL = re.compile(r"(?<![.!?…])[.!?…]++[\"'”’)\]]*+(?:[ \t]*+\[\w{1,6}\]_)?(?=\s)")
+# What can start a sentence after terminal punctuation: a capital or a digit, after opening
+# quotes, brackets or emphasis; a code span or a reST role (``lru_gen`` decides …, :mod:`x`
+# adds …), whatever its case; a quoted word ('docs@' is …).
+_STARTER = re.compile(r"\s+(?:[\"'“‘(\[*_]*[A-Z0-9À-ÖØ-Þ]|`|:[\w.+-]+:`|['\"“‘][\w@])")
 _BLANK_LINE = re.compile(r"\n[ \t]*\n")
-_BLOCK_LINE = re.compile(r"\n(?= {0,3}(?:[-+*][ \t]|\d{1,9}[.)][ \t]|#{1,6}[ \t]|\||>|```|~~~))")
+# A list item at any depth ("    - Note taker: James" in nested minutes), a heading, a table
+# row, a quote or a fence starts a new sentence.
+_BLOCK_LINE = re.compile(r"\n(?=[ \t]*(?:[-+*•][ \t]|\d{1,3}[.)][ \t])| {0,3}(?:#{1,6}[ \t]|\||>|```|~~~))")
 # The end of a heading line or of a setext underline: a sentence always ends there.
 _HEADING_LINE_END = re.compile(r"^ {0,3}(?:#{1,6}(?:[ \t][^\n]*)?|=++[ \t]*+|-++[ \t]*+)$(?=\n)", re.MULTILINE)
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
 _WORD_BEFORE = re.compile(r"(?<![\w.])([\w.]+)\.$")
+#: The number that opens a line ("1. Memory controller", "## 2.3. Scope"): a list marker or a
+#: section number, not the end of a sentence.
+_LINE_NUMBER = re.compile(r"[ \t]*(?:#{1,6}[ \t]+)?(?:[-*+][ \t]+)?\d{1,3}(?:\.\d{1,3})*$")
+_WORD_AFTER = re.compile(r"\s*([\"'“‘(\[*_]*)([A-Za-z][\w'-]*)")
+_CAPITALISED = re.compile(r"[A-Z][a-z]")
+#: Words that open a sentence far more often than they follow an initial ("… in Python or C. When").
+_OPENERS = frozenset("""The This That These Those It Its If When While Where What Which Who Why How In On At For From
+    With Without To As After Before Since Then There They We You He She I A An But And Or So Also However Thus Hence
+    Note See Each Every Some All Most Many No Not Only Once Here""".split())
 
 
-def _is_abbreviation(text: str, dot: int) -> bool:
-    """Whether the period at ``text[dot]`` ends an abbreviation or an initial."""
+def _is_abbreviation(text: str, dot: int, *, after: int) -> bool:
+    """Whether the period at ``text[dot]`` ends an abbreviation or an initial rather than a
+    sentence; ``after`` is where the next word may start."""
     m = _WORD_BEFORE.search(text, max(0, dot - 12), dot + 1)
     if m is None:
         return False
     word = m.group(1)
+    nxt = _WORD_AFTER.match(text, after)
+    following = nxt.group(2) if nxt else ""
     if len(word) == 1 and word.isalpha() and word.isupper():
-        return True  # an initial: "J. Smith"
-    return word.lower() in ABBREVIATIONS
+        # "J. Smith", "Gregory P. Smith" are initials; "in Python or C. When" ends a sentence.
+        before = text[max(0, m.start() - 40) : m.start()].split()
+        named = not before or bool(_CAPITALISED.match(before[-1].lstrip("(\"'“‘"))) or \
+            bool(re.fullmatch(r"[A-Z]\.", before[-1])) or before[-1][-1:] in ".!?:"  # or it opens a sentence
+        return named and following not in _OPENERS
+    if re.fullmatch(r"(?:[A-Z]\.)+[A-Z]", word):
+        return True  # "P.Y. Developer", "U.S."
+    lower = word.lower()
+    if lower in NUMBER_ABBREVIATIONS:
+        return bool(nxt is None and re.match(r"\s*\d", text[after:after + 4]))
+    if lower in ENDING_ABBREVIATIONS:
+        return not (following[:1].isupper() and following in _OPENERS)
+    return lower in ABBREVIATIONS
+
+
+def _in_quotation(text: str, start: int, at: int, end: int) -> bool:
+    """Whether ``text[at]`` lies inside a quotation that closes later in ``[start, end)``:
+    "Great, we merged the RFC. Now what?" is one sentence of the text that quotes it."""
+    before = text[start:at]
+    opened = before.count('"') % 2 == 1 or before.count("“") > before.count("”")
+    if not opened:
+        return False
+    rest = text[at + 1 : end]
+    return '"' in rest or "”" in rest
+
+
+def _line_number(text: str, dot: int) -> bool:
+    """Whether the period at ``text[dot]`` ends a number that opens its line."""
+    line_start = text.rfind("\n", 0, dot) + 1
+    return dot - line_start <= 16 and bool(_LINE_NUMBER.fullmatch(text, line_start, dot))
 
 
 def trim(text: str, start: int, end: int) -> tuple[int, int]:
@@ -50,12 +102,20 @@ def trim(text: str, start: int, end: int) -> tuple[int, int]:
 
 def _sentence_stops(text: str, start: int, end: int, endpos: int) -> Iterator[int]:
     """Offsets just after terminal punctuation in ``[start, end)`` that ends a sentence: something
-    that can start a sentence follows (before ``endpos``) and it is not an abbreviation's period."""
+    that can start a sentence follows (before ``endpos``) and it is not an abbreviation's
+    period, a list or section number's, a period inside a quotation, or an ellipsis before a
+    bracket ("suspend... (IDE does)")."""
     for m in _TERMINAL.finditer(text, start, end):
         stop = m.end()
         if not _STARTER.match(text, stop, endpos):
             continue
-        if text[m.start()] == "." and stop - m.start() == 1 and _is_abbreviation(text, m.start()):
+        marks = text[m.start() : stop]
+        if marks.startswith(".") and not marks.startswith(".."):  # one period: whose is it?
+            if _is_abbreviation(text, m.start(), after=stop) or _line_number(text, m.start()):
+                continue
+        if marks[:1] in ".!?" and _in_quotation(text, start, m.start(), end):
+            continue
+        if (marks.startswith("...") or marks.startswith("…")) and text[stop:stop + 2].lstrip()[:1] == "(":
             continue
         yield stop
 
