@@ -65,15 +65,15 @@ def corpus_lenses(corpus: Path, half: int) -> list[tuple[list[Path], str]]:
 
 def build(split: str, workspace: Path, corpus: Path, embedder: str) -> None:
     from ragloom.config import Settings
-    from ragloom.demo import install_gazetteer
+    from ragloom.demo import install_samples
     from ragloom.embed import HashingEmbedder
     from ragloom.engine import Engine
 
     hashing = split != "materials" or embedder == "hashing"
     overrides: dict[str, Any] = {"embedding.cache": False} | ({"embedding.model": "hashing"} if hashing else {})
     if split == "materials":
-        install_gazetteer(MATERIALS, workspace)
-    engine = Engine(workspace, settings=Settings.load(environ={}, overrides=overrides),
+        install_samples(MATERIALS, workspace)
+    engine = Engine(workspace, settings=Settings.load(workspace, environ={}, overrides=overrides),
                     embedder=HashingEmbedder() if hashing else None)
     if split == "materials":
         sources = [([f], f.name) for f in sorted(p for p in MATERIALS.iterdir() if p.is_dir())]
@@ -105,7 +105,7 @@ def detect_child(out: Path, workspaces: Path, corpus: Path, embedder: str, split
             (workspace / ".built").touch()
         built = time.perf_counter() - t0
         hashing = split != "materials" or embedder == "hashing"
-        engine = Engine(workspace, settings=Settings.load(environ={}, overrides={"embedding.cache": False} | (
+        engine = Engine(workspace, settings=Settings.load(workspace, environ={}, overrides={"embedding.cache": False} | (
             {"embedding.model": "hashing"} if hashing else {})), embedder=HashingEmbedder() if hashing else None)
         t0 = time.perf_counter()
         found = engine.contradictions(limit=None)

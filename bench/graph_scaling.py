@@ -28,8 +28,8 @@ from common import doc_corpus, markdown_table, save
 from ragloom.config import GraphSettings
 from ragloom.embed import HashingEmbedder
 from ragloom.enrich.keyterms import extract_key_terms
-from ragloom.enrich.timeref import extract_time_refs, time_labels
 from ragloom.graph import GraphNode, build_edges
+from ragloom.parse.timeref import extract_time_refs, time_labels
 
 
 def corpus_chunks(limit: int) -> list[tuple[str, str, int, str]]:

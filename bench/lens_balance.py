@@ -16,6 +16,7 @@ from pathlib import Path
 
 from common import MATERIALS, markdown_table, save
 from ragloom.config import Settings
+from ragloom.demo import sample_settings_file
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.metrics import normalized_entropy
@@ -36,7 +37,8 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         embedder = EvalContext(Path(tmp), Path(tmp) / "out").embedder  # the shared, cached local model
-        engine = Engine(Path(tmp) / "ws", settings=Settings.load(environ={}, overrides={"embedding.cache": False}),
+        engine = Engine(Path(tmp) / "ws", settings=Settings.load(environ={}, config_file=sample_settings_file(MATERIALS),
+                                                                 overrides={"embedding.cache": False}),
                         embedder=embedder)
         folders = sorted(p for p in MATERIALS.iterdir() if p.is_dir())
         lenses_of_workspace = [p.name for p in folders]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from common import MATERIALS, markdown_table, save
 from ragloom.config import Settings
-from ragloom.demo import install_gazetteer
+from ragloom.demo import install_samples
 from ragloom.engine import Engine
 from ragloom.synthesise import Report, build_report, number_report_sources
 from ragloom.writing import DEFAULT_TITLE, SEED_QUERIES
@@ -41,7 +41,7 @@ def plain_report(engine: Engine, k: int) -> Report:
     chosen = [s.chunk_id for s in sources]
     contradictions = engine.insights.contradictions(chunk_ids=chosen, limit=20)
     writer = engine.writing._for(None, None, None)
-    return build_report(DEFAULT_TITLE, per_query, contradictions, sources, list(engine.settings.graph.authority),
+    return build_report(DEFAULT_TITLE, per_query, contradictions, sources, engine.lenses(),
                         writer, source_numbers={s.chunk_id: s.number for s in sources})
 
 
@@ -68,7 +68,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
-        install_gazetteer(MATERIALS, ws)
+        install_samples(MATERIALS, ws)
         engine = Engine(ws, settings=Settings.load(environ={}, overrides={"embedding.cache": False}))
         for folder in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
             assert engine.ingest(folder, lens=folder.name).ok

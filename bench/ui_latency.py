@@ -61,12 +61,12 @@ def free_port() -> int:
 
 def build(workspace: Path) -> float:
     """The sample materials, ingested with the default settings (the real model)."""
-    from ragloom.demo import install_gazetteer
+    from ragloom.demo import install_samples
     from ragloom.engine import Engine
 
     started = time.perf_counter()
+    install_samples(MATERIALS, workspace)
     engine = Engine(workspace)
-    install_gazetteer(MATERIALS, workspace)
     for lens in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
         report = engine.ingest(lens, lens=lens.name)
         if not report.ok:

@@ -71,6 +71,17 @@ def fast_settings(**overrides: object) -> Settings:
     return Settings.load(environ={}, overrides=base)
 
 
+SAMPLE_SETTINGS = ROOT / "examples" / "ragloom.toml"
+
+
+def sample_settings(**overrides: object) -> Settings:
+    """:func:`fast_settings` with the sample materials' own settings (``examples/ragloom.toml``:
+    their lenses' authority, document types and vocabulary), as ``ragloom demo`` gives them."""
+    base = {"embedding.model": "hashing", "embedding.cache": False}
+    base.update(overrides)
+    return Settings.load(environ={}, config_file=SAMPLE_SETTINGS, overrides=base)
+
+
 @pytest.fixture
 def engine(tmp_path: Path) -> Engine:
     return Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
@@ -85,7 +96,7 @@ def ingest_all(engine: Engine, folder: Path) -> None:
 
 def sample_engine(workspace: Path, materials: Path) -> Engine:
     """A hashing-embedder workspace holding the sample materials, every lens."""
-    engine = Engine(workspace, settings=fast_settings(), embedder=HashingEmbedder())
+    engine = Engine(workspace, settings=sample_settings(), embedder=HashingEmbedder())
     ingest_all(engine, materials)
     return engine
 

@@ -29,7 +29,8 @@ def demo_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest
     if request.param == "hashing":
         monkeypatch.setenv("RAGLOOM_EMBEDDING__MODEL", "hashing")
     shutil.copytree(ROOT / "examples" / "materials", tmp_path / "examples" / "materials")
-    shutil.copy(ROOT / "examples" / "entities.toml", tmp_path / "examples" / "entities.toml")
+    for name in ("entities.toml", "ragloom.toml"):  # the sample materials' gazetteer and settings
+        shutil.copy(ROOT / "examples" / name, tmp_path / "examples" / name)
     monkeypatch.chdir(tmp_path)
     demo = CliRunner().invoke(app, ["demo"])  # ./ragloom-data, as after `make demo`
     assert demo.exit_code == 0, demo.output

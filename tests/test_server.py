@@ -18,12 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
-from ragloom.demo import install_gazetteer
+from ragloom.demo import install_samples
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import MissingExtraError
 from ragloom.server import create_app
-from tests.conftest import MATERIALS, fast_settings
+from tests.conftest import MATERIALS, fast_settings, sample_settings
 
 pytest.importorskip("fastapi", reason="the HTTP API needs the serve extra: pip install 'ragloom[serve]'")
 uvicorn = pytest.importorskip("uvicorn", reason="the HTTP API needs the serve extra: pip install 'ragloom[serve]'")
@@ -89,8 +89,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
     folder), an HTTP client, an engine of the test's own over the same workspace, and the
     ingest reports."""
     ws = tmp_path_factory.mktemp("served") / "ws"
-    install_gazetteer(MATERIALS, ws)
-    engine = Engine(ws, settings=fast_settings(**{"workspace.lock_timeout": LOCK_TIMEOUT}), embedder=HashingEmbedder())
+    install_samples(MATERIALS, ws)
+    engine = Engine(ws, settings=sample_settings(**{"workspace.lock_timeout": LOCK_TIMEOUT}), embedder=HashingEmbedder())
     with ThreadedServer(create_app(engine)) as server, httpx.Client(base_url=server.url, timeout=120) as client:
         deadline = time.monotonic() + 30
         while not client.get("/health").json()["model_loaded"]:
@@ -98,7 +98,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
             time.sleep(0.05)
         reports = [ok(client.post("/ingest", json={"paths": [str(MATERIALS / lens)], "lens": lens}))
                    for lens in LENSES]
-        yield client, Engine(ws, settings=fast_settings(), embedder=HashingEmbedder()), reports
+        yield client, Engine(ws, settings=sample_settings(), embedder=HashingEmbedder()), reports
 
 
 def test_health_and_ingest(served: tuple[httpx.Client, Engine, list[dict[str, Any]]]) -> None:

@@ -247,17 +247,22 @@ def test_tenant_reads_are_all_scoped(shared_engine: Engine) -> None:
     assert shared_engine.history(Path("nowhere.md"), tenant="initech") == []
 
 
-def test_a_document_moved_to_another_lens_is_rewritten_under_it(engine: Engine, tmp_path: Path) -> None:
+@pytest.mark.parametrize("typed", [False, True])
+def test_a_document_moved_to_another_lens_is_rewritten_under_it(tmp_path: Path, typed: bool) -> None:
+    # With a document-type rule for the new lens, the chunks' prefix names another type.
+    rules = [{"type": "Engineering Doc", "lens": "^engineering$"}] if typed else []
+    engine = Engine(tmp_path / "ws", settings=fast_settings(**{"doc_types.rules": rules}), embedder=HashingEmbedder())
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "a.md").write_text("# A\n\nThe catalog ships in Q3 2025.\n\nOffline mode waits.", encoding="utf-8")
     engine.ingest(folder, lens="founder")
     before = engine.store.chunks("default", with_vectors=True)
     report = engine.ingest(folder, lens="engineering")
-    # Every row is rewritten under the new lens; chunks are embedded again (their prefix names
-    # the lens's document type), sentence vectors (no prefix) are reused.
+    # Every row is rewritten under the new lens; chunks are embedded again when their prefix
+    # changed with the type, and sentence vectors (no prefix) are reused.
     assert report.updated == 1 and report.chunks_written == len(before)
-    assert report.chunks_embedded == len(before) and report.sentences_reused > 0 and report.sentences_embedded == 0
+    assert report.chunks_embedded == (len(before) if typed else 0)
+    assert report.sentences_reused > 0 and report.sentences_embedded == 0
     after = engine.store.chunks("default", with_vectors=True)
     assert {c["lens"] for c in after} == {"engineering"} and engine.store.lenses("default") == {"engineering"}
     assert engine.query("catalog", lenses=["engineering"]).results

@@ -16,7 +16,7 @@ from ragloom.errors import InvalidParameterError
 from ragloom.synthesise import ExtractiveWriter, Report
 from ragloom.writing import SEED_QUERIES, read_queries
 
-from .conftest import fast_settings, ingest_all
+from .conftest import ingest_all, sample_settings
 from .synthesise.fake_llm import FakeLLMServer, text_reply
 
 runner = CliRunner()
@@ -24,11 +24,11 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def sample(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
-    from ragloom.demo import install_gazetteer
+    from ragloom.demo import install_samples
 
     ws = tmp_path_factory.mktemp("writing") / "ws"
-    install_gazetteer(materials, ws)
-    engine = Engine(ws, settings=fast_settings(), embedder=HashingEmbedder())
+    install_samples(materials, ws)
+    engine = Engine(ws, settings=sample_settings(), embedder=HashingEmbedder())
     ingest_all(engine, materials)
     return engine
 

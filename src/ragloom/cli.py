@@ -836,6 +836,33 @@ def contradictions(
         console.print(f"   [dim]{escape(c.note)}[/]")
 
 
+@app.command()
+def decisions(
+    since: Annotated[str | None, typer.Option("--since", help="Only decisions dated on or after this day, "
+                                              "like 2025-01-01.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="At most this many, newest first.")] = None,
+    lens: LensesOpt = None,
+    tenant: TenantOpt = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Decisions, votes, approvals and commitments the documents record, newest first, each with
+    its date (the document's own), lens and source."""
+    with _errors():
+        found = _engine(workspace, config).decisions(since=since, tenant=tenant, lenses=lens, limit=limit)
+    if as_json:
+        _print_json([d.to_dict() for d in found])
+        return
+    if not found:
+        console.print("no decisions found" + (f" since {since}" if since else ""))
+    for d in found:
+        when = d.date.isoformat() if d.date else "undated"
+        where = _display_path(d.source_path) + (f" › {d.section}" if d.section else "")
+        console.print(f"[bold]{when}[/] [magenta]{escape(d.lens)}[/] [dim]{d.kind} · {escape(where)}[/]")
+        console.print(f"   “{escape(d.text)}”")
+
+
 @app.command("eval")
 def eval_(
     suite: Annotated[str, typer.Argument(help="chunking, contextual, multihop, ab or windows.")],
@@ -1155,12 +1182,15 @@ def demo(
     config: ConfigOpt = None,
 ) -> None:
     """Ingest the bundled sample materials under their lenses and answer three questions."""
-    from ragloom.demo import find_materials, install_gazetteer
+    from ragloom.demo import find_materials, install_samples
+    from ragloom.workspace import Workspace
 
     with _errors():
         folder = find_materials(materials)
+        space = Workspace(workspace)
+        if not space.remote:
+            install_samples(folder, space.path)  # before the engine: it reads the settings
         engine = _engine(workspace, config, create=True)
-        install_gazetteer(folder, engine.workspace.path)
         _print_warnings(engine.warnings)
         lenses = sorted(p for p in folder.iterdir() if p.is_dir())
         console.print(f"[bold]ragloom demo[/]: {len(lenses)} lenses from {escape(_display_path(str(folder)))} "

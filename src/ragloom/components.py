@@ -153,6 +153,14 @@ class Components:
             f"the workspace {self.workspace} (tenant {tenant!r}) has no lens {names}{when}; "
             f"its lenses are: {', '.join(sorted(present))}")
 
+    def lens_order(self, tenant: str) -> list[str]:
+        """The workspace's lenses by authority: those ``graph.authority`` names first, in its
+        order, then the others in the order they were first ingested. A lens the workspace does
+        not have is never in it."""
+        present = self.store.lens_order(tenant)
+        named = [lens for lens in self.settings.graph.authority if lens in present]
+        return named + [lens for lens in present if lens not in named]
+
     def load(self, path: str | Path, *, lens: str = "default", tenant: str | None = None,
              data: bytes | None = None) -> Document:
         """One file as a :class:`~ragloom.types.Document` (raises a :class:`~ragloom.errors.LoadError`)."""

@@ -123,6 +123,8 @@ class RetrievalSettings(_Section):
     sentence_weight: float = Field(0.5, ge=0, le=1, description="vector scores: a chunk's cosine mixed with its "
                                    "best sentence's, (1 - w) chunk + w sentence (0: the chunk alone; needs the "
                                    "sentence index)")
+    prefer_named_periods: bool = Field(True, description="a year, quarter, month or day named in the query ranks "
+                                       "documents dated in it first (not a filter: dated_from/dated_to are)")
     age_decay: bool = Field(False, description="multiply scores by max(floor, 1 - per_year * age in years)")
     age_decay_per_year: float = Field(0.1, ge=0, le=1, description="age decay: score lost per year of age")
     age_decay_floor: float = Field(0.7, ge=0, le=1, description="age decay: the lowest factor")
@@ -141,11 +143,11 @@ class GraphSettings(_Section):
     lens_clique_bound: int = Field(50, ge=2, description="lenses with more chunks keep SAME_LENS implicit")
     min_shared_terms: int = Field(2, ge=1, description="TOPIC_OVERLAP: key terms two chunks must share")
     max_postings: int = Field(200, ge=2, description="terms or periods in more chunks carry no signal")
+    max_posting_share: float = Field(0.1, gt=0, le=1, description="nor do those in more than this share of the "
+                                     "chunks (at least 20): what most of a workspace says is what it is, not a topic")
     key_terms: int = Field(10, ge=1, description="key terms kept per chunk")
-    domain_terms: tuple[str, ...] = Field((
-        "roadmap", "priority", "integration", "platform", "api", "customer", "revenue", "churn", "acquisition",
-        "catalog", "experience", "engineering", "architecture", "dependency", "milestone",
-    ), description="the key-term vocabulary")
+    domain_terms: tuple[str, ...] = Field((), description="words that are always key terms where they appear, besides "
+                                          "those each chunk's text repeats (none: the workspace's own words only)")
     entity_postings: int = Field(20, ge=2, description="MENTIONS and SHARED_ENTITY: names (titles, headings) held "
                                  "by more chunks carry no signal")
     initial_limit: int = Field(20, ge=1, description="graph mode: hybrid seeds")
@@ -175,9 +177,9 @@ class GraphSettings(_Section):
             raise ValueError(f"graph.follow: unknown edge kind {unknown[0]!r}; choose from {', '.join(EDGE_TYPES)}, "
                              "or 'all'")
         return tuple(dict.fromkeys(kinds))
-    authority: tuple[str, ...] = Field(("your-voice", "business-framework", "team-structured", "team-conversational",
-                                        "engineering", "external-analyst"),
-                                      description="lenses from most to least authoritative (contradictions, reports)")
+    authority: tuple[str, ...] = Field((), description="lenses from most to least authoritative (contradictions, "
+                                       "reports); the workspace's other lenses follow in the order first ingested "
+                                       "(empty: all in that order); a lens the workspace lacks is never shown")
 
 
 class ContextSettings(_Section):

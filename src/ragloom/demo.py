@@ -25,12 +25,25 @@ def find_materials(explicit: Path | None = None) -> Path:
     )
 
 
-def install_gazetteer(materials: Path, workspace: Path) -> Path | None:
-    """Copy the sample gazetteer (``examples/entities.toml``) into a workspace that has none."""
-    source = materials.parent / "entities.toml"
-    if not source.is_file() or any((workspace / n).exists() for n in ("entities.toml", "entities.yaml", "entities.yml")):
-        return None
-    workspace.mkdir(parents=True, exist_ok=True)
-    target = workspace / "entities.toml"
-    target.write_bytes(source.read_bytes())
-    return target
+def install_samples(materials: Path, workspace: Path) -> list[Path]:
+    """Copy the sample materials' gazetteer (``examples/entities.toml``) and settings
+    (``examples/ragloom.toml``: their lenses' authority, document types and vocabulary) into a
+    workspace that has none of its own; returns what was copied. Call it before the engine is
+    made: the settings are read then."""
+    copied = []
+    gazetteers = ("entities.toml", "entities.yaml", "entities.yml")
+    for name, present in (("entities.toml", gazetteers), ("ragloom.toml", ("ragloom.toml",))):
+        source = materials.parent / name
+        if not source.is_file() or any((workspace / n).exists() for n in present):
+            continue
+        workspace.mkdir(parents=True, exist_ok=True)
+        target = workspace / name
+        target.write_bytes(source.read_bytes())
+        copied.append(target)
+    return copied
+
+
+def sample_settings_file(materials: Path) -> Path | None:
+    """The sample materials' own settings (``examples/ragloom.toml``), when they are there."""
+    path = materials.parent / "ragloom.toml"
+    return path if path.is_file() else None

@@ -12,15 +12,14 @@ delegates each job to the service that does it:
 
 from __future__ import annotations
 
-import sys
 import warnings as _warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
 from ragloom.analyse.contradictions import Contradiction
-from ragloom.chunk import chunker_from_settings
+from ragloom.analyse.decisions import Decision
 from ragloom.chunk.preset import PresetSpan
 from ragloom.components import Components, one_commit
 from ragloom.config import Settings
@@ -28,12 +27,10 @@ from ragloom.context import OptimizedContext
 from ragloom.embed import Embedder
 from ragloom.enrich.backrefs import BackReference
 from ragloom.enrich.entities import EntityExtractor, EntityMention
-from ragloom.errors import InvalidParameterError, WorkspaceMismatchWarning
+from ragloom.errors import InvalidParameterError, WorkspaceMismatchWarning, caller_level
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.graph.view import ContextGraph
-from ragloom.ingest import IngestPipeline, IngestReport, IngestRun, Progress, Work
-from ragloom.ingest.stages import Chunk as ChunkStage
-from ragloom.ingest.stages import Enrich, Parse
+from ragloom.ingest import IngestPipeline, IngestReport, Progress
 from ragloom.insights import Insights
 from ragloom.load import document_id
 from ragloom.query import QueryResult, QueryService, parse_time
@@ -44,17 +41,6 @@ from ragloom.workspace import Workspace
 from ragloom.writing import DEFAULT_TITLE, AskResult, Writing
 
 __all__ = ["Engine", "IngestReport", "Progress", "QueryResult", "parse_time"]
-
-_PACKAGE = str(Path(__file__).resolve().parent)
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` that names the first frame outside ragloom (the user's call)."""
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
-
 
 class Engine:
     """One workspace, one set of settings, one embedder.
@@ -114,7 +100,7 @@ class Engine:
         for w in found:
             if w not in self._warned:
                 self._warned.add(w)
-                _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=_caller_level())
+                _warnings.warn(w, WorkspaceMismatchWarning, stacklevel=caller_level())
         return found
 
     # -- documents to chunks, without the store --------------------------------------------------
@@ -134,16 +120,8 @@ class Engine:
         """Sections, chunks and enrichment (prefix, hash, ids) for one document: the parse,
         chunk and enrich stages of ingest. ``spans`` replace the chunker with chunks decided
         elsewhere; ``mentions`` and ``sections``, when given, are not computed again."""
-        item = Work(document.source_path, document=document, lens=document.lens, tenant=document.tenant, spans=spans)
-        run = IngestRun(self.components, IngestReport(), Progress(), datetime.now(UTC))
-        if mentions is None or sections is None:
-            Parse()([item], run)
-        item.mentions = list(mentions) if mentions is not None else item.mentions
-        item.sections = list(sections) if sections is not None else item.sections
-        chunker = chunker_from_settings(self.settings.chunking, strategy) if strategy is not None else None
-        for stage in (ChunkStage(chunker, sentences=False), Enrich()):
-            stage([item], run)
-        return item.chunks
+        return self.pipeline.chunk_document(document, strategy=strategy, mentions=mentions, spans=spans,
+                                            sections=sections)
 
     def chunk_file(self, path: str | Path, *, strategy: str | None = None,
                    lens: str = "default") -> tuple[Document, list[Chunk]]:
@@ -250,6 +228,17 @@ class Engine:
                        lenses: Sequence[str] | None = None) -> list[Contradiction]:
         """Concrete conflicts between lenses: the whole workspace, or the chunks about ``topic``."""
         return self.insights.contradictions(topic=topic, tenant=tenant, limit=limit, lenses=lenses)
+
+    @one_commit
+    def lenses(self, *, tenant: str | None = None) -> list[str]:
+        """The workspace's lenses, by authority (``graph.authority``, then the order first ingested)."""
+        return self.components.lens_order(self.components.tenant(tenant))
+
+    @one_commit
+    def decisions(self, *, since: date | str | None = None, tenant: str | None = None,
+                  lenses: Sequence[str] | None = None, limit: int | None = None) -> list[Decision]:
+        """Decisions, votes, approvals and commitments the documents record, newest first."""
+        return self.insights.decisions(since=since, tenant=tenant, lenses=lenses, limit=limit)
 
     @one_commit
     def back_references(self, chunk_id: str, *, tenant: str | None = None, as_of: datetime | str | None = None,

@@ -6,8 +6,19 @@ parameter involved and say how to fix the problem.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+_PACKAGE = str(Path(__file__).resolve().parent)
+
+
+def caller_level() -> int:
+    """The ``stacklevel`` of a warning that names the first frame outside ragloom (the user's call)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 class RagloomError(Exception):

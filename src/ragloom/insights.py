@@ -1,21 +1,26 @@
-"""What a workspace can tell about itself: contradictions between lenses, back-references
-through entities, the entities mentioned, and the quality of its chunks."""
+"""What a workspace can tell about itself: contradictions between lenses, the decisions it
+records, back-references through entities, the entities mentioned, and the quality of its
+chunks."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
+from ragloom.analyse.decisions import DECISION_WORDS, Decision, find_decisions
 from ragloom.checks import check_count, shown
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.errors import InvalidParameterError, UnknownChunkError
+from ragloom.graph.build import posting_cap
 from ragloom.ids import is_prefix, pick
-from ragloom.query.result import as_of_moment
+from ragloom.query.result import as_of_moment, parse_day
+from ragloom.store.filters import sql_str
 
 if TYPE_CHECKING:
     from ragloom.components import Components
@@ -52,13 +57,12 @@ class Insights:
         mentions = store.mentions(tenant, document_ids=documents)
         aliases = {m["text"].lower(): m["canonical"].lower() for m in mentions
                    if m["text"].lower() != m["canonical"].lower()}
-        g = self.c.settings.graph
         # The documents' texts show which sentences sit in code and literal blocks.
-        claims = sentences_with_claims(sentences, chunks, generic=set(g.domain_terms), aliases=aliases,
+        claims = sentences_with_claims(sentences, chunks, generic=self.generic_terms(tenant), aliases=aliases,
                                        texts=store.document_texts(tenant, documents),
                                        entities={m["canonical"].lower() for m in mentions
                                                  if m["source"] in ("gazetteer", "model")})
-        return detect_contradictions(claims, authority=g.authority, limit=limit,
+        return detect_contradictions(claims, authority=self.c.lens_order(tenant), limit=limit,
                                      topic=topic.lower() if topic and len(topic.split()) <= 3 else None)
 
     def resolve(self, chunk_id: str, *, tenant: str, as_of: datetime | None = None) -> str:
@@ -117,6 +121,37 @@ class Insights:
         rows = [{**e, "documents": len(e["documents"]), "aliases": sorted(e["aliases"]), "lenses": sorted(e["lenses"])}
                 for e in table.values()]
         return sorted(rows, key=lambda e: (-e["mentions"], e["name"]))
+
+    def generic_terms(self, tenant: str) -> set[str]:
+        """Key terms too general to tell subjects apart: the settings' domain terms, and those
+        in more chunks than a term may be to link them in the graph (learned per commit)."""
+        def count() -> set[str]:
+            table = self.c.store.current_columns(tenant, ["key_terms"])
+            if table is None:
+                return set()
+            df: Counter[str] = Counter()
+            for terms in table["key_terms"].to_pylist():
+                df.update(set(terms or ()))
+            cap = posting_cap(self.c.settings.graph, table.num_rows)
+            return {t for t, n in df.items() if n > cap}
+
+        common: set[str] = self.c.store.memo(("generic terms", tenant), count)
+        return common | set(self.c.settings.graph.domain_terms)
+
+    def decisions(self, *, since: date | str | None = None, tenant: str | None = None,
+                  lenses: Sequence[str] | None = None, limit: int | None = None) -> list[Decision]:
+        """Decisions, votes, approvals and commitments recorded in the tenant's current
+        documents, newest first (see :mod:`ragloom.analyse.decisions`)."""
+        check_count("limit", limit, "how many decisions to list (None: all)")
+        tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, lenses)
+        day = parse_day(since, "since")
+        # Only sentences that could record one are read: a regular expression in the query.
+        rows = self.c.store.chunks(tenant, table="sentences", lenses=lenses,
+                                   where=[f"regexp_like(text, {sql_str(DECISION_WORDS)})"], columns=["document_id", "source_path", "lens", "start_char", "end_char", "text",
+                                            "document_date", "section_path"])
+        found = find_decisions(rows, since=day)
+        return found if limit is None else found[:limit]
 
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""

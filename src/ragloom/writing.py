@@ -19,6 +19,7 @@ The code numbers the sources, never the model, and every citation is checked aft
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -118,13 +119,18 @@ class Writing:
         return writer_from_settings(self.c.settings.llm, workspace=self.c.workspace.path, model=model,
                                     strongest=strongest)
 
-    def _for(self, writer: Writer | None, tenant: str | None, as_of: datetime | str | None) -> Writer:
+    def _for(self, writer: Writer | None, tenant: str | None, as_of: datetime | str | None, *,
+             cited_only: bool | None = None) -> Writer:
         """The writer to use; the extractive one also weighs sentence meaning, from the sentence
         index's vectors (current state only: an as-of report has no index in memory)."""
         writer = writer or self.writer()
         if isinstance(writer, ExtractiveWriter) and writer.closeness is None and as_of is None \
                 and self.c.settings.sentences.enabled:
-            return writer.with_closeness(self._closeness(self.c.tenant(tenant)))
+            return writer.with_closeness(self._closeness(self.c.tenant(tenant)), cited_only=cited_only)
+        if isinstance(writer, ExtractiveWriter) and cited_only is not None and writer.cited_only != cited_only:
+            other = copy.copy(writer)
+            other.cited_only = cited_only
+            return other
         return writer
 
     def _closeness(self, tenant: str) -> Callable[[str, Sequence[tuple[str, int, int]]], list[float | None]]:
@@ -162,7 +168,13 @@ class Writing:
                                        budget=budget, k=k, optimize=True, **options)
         result = self.queries.run(request)
         chunks = list(result.context.chunks) if result.context is not None else []
-        answer = self._for(writer, tenant, as_of).answer(question, number_sources(chunks), on_text=on_text)
+        chosen = self._for(writer, tenant, as_of, cited_only=True)
+        if isinstance(chosen, ExtractiveWriter):
+            # No model's context window to fit: the offline writer reads every retrieved chunk
+            # (the sentence that answers is often in one the budget leaves out) and lists the
+            # ones it quotes.
+            chunks = list(result.results)
+        answer = chosen.answer(question, number_sources(chunks), on_text=on_text)
         return AskResult(answer, result, time.perf_counter() - started)
 
     def generate(self, *, context: str | None = "", queries: Sequence[str] | None = None, title: str = DEFAULT_TITLE,
@@ -231,11 +243,8 @@ class Writing:
         return _Found(query, grown, len(balanced), sum(1 for r in grown if r.via is not None))
 
     def _lens_order(self, tenant: str, lenses: Sequence[str] | None) -> list[str]:
-        """The authority order, then the workspace's other lenses (only the asked-for ones)."""
-        present = self.c.store.lenses(tenant)
-        order = list(dict.fromkeys([*self.c.settings.graph.authority, *sorted(present)]))
-        order = [lens for lens in order if lens in present or lens in self.c.settings.graph.authority]
-        return [lens for lens in order if lenses is None or lens in lenses]
+        """The workspace's lenses by authority (only the asked-for ones)."""
+        return [lens for lens in self.c.lens_order(tenant) if lenses is None or lens in lenses]
 
     @staticmethod
     def _query_stats(found: _Found, context: Any) -> dict[str, Any]:  # noqa: ANN401 - an OptimizedContext

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from ragloom.analyse import detect_contradictions, sentences_with_claims
 from ragloom.analyse.contradictions import Contradiction, code_regions, is_code, prose_of, quantities
 from ragloom.engine import Engine
-from ragloom.enrich.keyterms import DEFAULT_DOMAIN_TERMS
 from ragloom.evaluate.contradictions import load_labels, reported_pair, score, statement_hash
+from tests.conftest import sample_settings
 
 from ..conftest import ROOT, sample_engine
 
@@ -31,7 +31,8 @@ def claims(*statements: Row, texts: dict[str, str] | None = None, entities: tupl
                        "end_char": len(text), "key_terms": terms})
         sentences.append({"document_id": doc, "lens": lens, "source_path": f"/{doc}.md", "section_path": "S",
                           "start_char": 0, "end_char": len(text), "text": text, "document_date": None})
-    return sentences_with_claims(sentences, chunks, generic=set(DEFAULT_DOMAIN_TERMS), texts=texts, entities=entities)
+    generic = set(sample_settings().graph.domain_terms)  # the sample materials' vocabulary
+    return sentences_with_claims(sentences, chunks, generic=generic, texts=texts, entities=entities)
 
 
 def conflicts(*statements: Row, entities: tuple[str, ...] = ()) -> list[Contradiction]:
@@ -46,7 +47,7 @@ def test_same_initiative_different_quarters() -> None:
         ("team-structured", "We ship the catalog integration in Q2 2025.", ["catalog", "integration"]),
         ("engineering", "The catalog integration cannot ship before Q3 2025.", ["catalog", "integration"]),
     )
-    assert (c.kind, c.type, c.topic, c.difference) == ("date", "engineering_vs_product", "catalog integration",
+    assert (c.kind, c.type, c.topic, c.difference) == ("date", "engineering_vs_team-structured", "catalog integration",
                                                         "Q2 2025 vs not before Q3 2025")
     assert c.statements[0].lens == "team-structured"  # the more authoritative lens first, its side first
     assert c.statements[1].text.startswith("The catalog integration")
@@ -175,9 +176,9 @@ def test_a_literal_block_makes_no_claims() -> None:
     rows = [{"document_id": "d", "lens": "engineering", "source_path": "/d.md", "section_path": "", "start_char": s,
              "end_char": e, "text": text[s:e], "document_date": None}
             for s, e in [(block, block + len("plan costs 80 dollars")), (text.index("The plan"), len(text))]]
-    found = sentences_with_claims(rows, chunks, generic=set(), texts={"d": text})
+    found = sentences_with_claims(rows, chunks, generic=set(), texts={"d": text}, entities=("plan",))
     assert [c.statement.text for c in found] == ["The plan costs $49 per month."]
-    without = sentences_with_claims(rows, chunks, generic=set())  # the sentence alone does not show the block
+    without = sentences_with_claims(rows, chunks, generic=set(), entities=("plan",))  # the sentence alone does not show the block
     assert len(without) == 2
 
 

@@ -6,15 +6,18 @@ from hypothesis import strategies as st
 
 from ragloom.errors import ConfigError
 from ragloom.parse import DocTypeRule, infer_doc_type
-from ragloom.parse.doctype import filename_words
+from ragloom.parse.doctype import DEFAULT_RULES, filename_words
 
 
 def test_filename_content_and_lens_rules() -> None:
     assert infer_doc_type("2025-02-11-planning-sync.md", "", "team-conversational") == "Meeting Notes"
     assert infer_doc_type("notes.md", "Attendees: Ana, Bo\n\nWe met.", "") == "Meeting Notes"
     assert infer_doc_type("roadmap-2025.md", "# Roadmap", "team-structured") == "Roadmap"
-    assert infer_doc_type("random.md", "text", "engineering") == "Engineering Doc"
-    assert infer_doc_type("random.md", "text", "unknown-lens") == "Document"
+    # No lens is built in: a lens names a type only through the settings' rules.
+    assert infer_doc_type("random.md", "text", "engineering") == "Document"
+    rules = [*DEFAULT_RULES, DocTypeRule("Engineering Doc", lens=r"^engineering$")]
+    assert infer_doc_type("random.md", "text", "engineering", rules=rules) == "Engineering Doc"
+    assert infer_doc_type("random.md", "text", "unknown-lens", rules=rules) == "Document"
 
 
 def test_custom_rules_need_every_given_pattern() -> None:

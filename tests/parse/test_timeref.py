@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragloom.enrich.timeref import extract_time_refs
+from ragloom.parse.timeref import extract_time_refs
 
 DOC_DATE = date(2025, 2, 11)
 
@@ -78,8 +78,8 @@ def test_offsets_are_exact_on_any_text(text: str) -> None:
 
 def test_windowed_scan_equals_a_full_scan(real_corpus) -> None:
     # Long texts are scanned only around anchors; that must not change what is found.
-    from ragloom.enrich.spans import DisjointSpans
-    from ragloom.enrich.timeref import _RULES, _build
+    from ragloom.parse.spans import DisjointSpans
+    from ragloom.parse.timeref import _RULES, _build
 
     for _, text in real_corpus[:8]:
         taken, full = DisjointSpans(), []

@@ -59,7 +59,7 @@ def test_format_sources_shows_number_lens_document_section_and_text() -> None:
 
 
 def _contradiction(first: Statement, second: Statement) -> Contradiction:
-    return Contradiction("date", "engineering_vs_product", "catalog integration", "Q2 2025 vs Q3 2025",
+    return Contradiction("date", "engineering_vs_team-structured", "catalog integration", "Q2 2025 vs Q3 2025",
                          "Engineering feasibility may conflict with product plans", (first, second), 0.9, 0.6, 0.9)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ragloom.config import Settings
-from ragloom.demo import install_gazetteer
+from ragloom.demo import install_samples
 from ragloom.engine import Engine
 
 pytest.importorskip("streamlit", reason="the web app needs the ui extra: pip install 'ragloom[ui]'")
@@ -35,8 +35,8 @@ def fast_engine(workspace: Path) -> Engine:
 def sample_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample materials, one lens per sub-folder, ingested once per session."""
     workspace = tmp_path_factory.mktemp("sample") / "ws"
+    install_samples(MATERIALS, workspace)
     engine = fast_engine(workspace)
-    install_gazetteer(MATERIALS, workspace)
     for lens in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
         assert engine.ingest(lens, lens=lens.name).ok
     return workspace

@@ -302,8 +302,9 @@ def test_evaluation_page_shows_results_found_on_disk(app: AppTest, workspace: Pa
 
 
 def test_settings_are_saved_to_the_toml_and_a_chunk_size_change_warns(app: AppTest, workspace: Path) -> None:
-    config = workspace / "ragloom.toml"
-    config.write_text("# my notes\n[chunking]\nchunk_size = 1024  # the default\n", encoding="utf-8")
+    config = workspace / "ragloom.toml"  # the sample materials' own settings (ragloom demo writes them)
+    config.write_text(config.read_text(encoding="utf-8") + "\n# my notes\n[chunking]\nchunk_size = 1024  # the default\n",
+                      encoding="utf-8")
     at = open_page(app, "settings")
     assert not at.warning
     at.number_input(key="set-chunk-size").set_value(512)
@@ -324,12 +325,13 @@ def test_settings_are_saved_to_the_toml_and_a_chunk_size_change_warns(app: AppTe
 
 
 def test_invalid_settings_are_refused_with_the_reason(app: AppTest, workspace: Path) -> None:
+    before = (workspace / "ragloom.toml").read_text(encoding="utf-8")
     at = open_page(app, "settings")
     at.number_input(key="set-chunk-size").set_value(100)
     at.number_input(key="set-chunk-overlap").set_value(200)
     at.button(key="settings-save").click().run()
     assert any("chunk_overlap (200) must be smaller than chunking.chunk_size (100)" in e.value for e in at.error)
-    assert not (workspace / "ragloom.toml").exists()
+    assert (workspace / "ragloom.toml").read_text(encoding="utf-8") == before  # nothing written
 
 
 def test_api_keys_are_never_shown_or_written(app: AppTest, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,8 +35,8 @@ alternatives ("15 or 30 bits"), ratios, times of day, bounds and targets ("below
 
 Merely mentioning the same topic is never a contradiction. Nothing here reads embeddings: the
 verdicts are the same whichever embedder built the index. Warnings are ranked by how certain
-the conflict is and by the authority of the lenses involved (a setting, seed 000's order by
-default).
+the conflict is and by the authority of the lenses involved (``graph.authority``, then the
+order the workspace's lenses were first ingested).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 from typing import Any
 
-from ragloom.enrich.timeref import TimeRef, extract_time_refs
+from ragloom.parse.timeref import TimeRef, extract_time_refs
 
 SCHEDULE = re.compile(
     r"\b(?:ship|ships|shipping|shipped|launch|launches|launched|release|releases|released|GA|general availability|"
@@ -169,13 +169,6 @@ CURRENCIES = {"$": "USD", "€": "EUR", "£": "GBP", "¥": "JPY"}
 #: Key terms that are units, not subjects ("KiB", "ms").
 UNIT_TERM = re.compile(r"[kmgt]i?b|bytes?|bits?|[mun]?s|msecs?|secs?|[kmg]?hz|[kmg]?bps|percent|%", re.IGNORECASE)
 VERSION_AFTER = re.compile(r"\s+v?\d+(?:\.\d+)+\b")
-#: Lens pairs the seed names, with its notes.
-SEED_TYPES = {
-    frozenset({"team-conversational", "team-structured"}): (
-        "conversational_vs_structured", "Team discussions may reveal concerns not in formal docs"),
-    frozenset({"engineering", "team-structured"}): (
-        "engineering_vs_product", "Engineering feasibility may conflict with product plans"),
-}
 UNIT = "unit:"  # index keys of quantities ("unit:<kind>\x00<unit>\x00<subject>"), beside subjects
 NUMBER_TOLERANCE = 0.05
 MAX_GROUP = 200
@@ -196,7 +189,7 @@ class Statement:
 @dataclass(frozen=True, slots=True)
 class Contradiction:
     kind: str  # date | number | negation
-    type: str  # conversational_vs_structured, engineering_vs_product, or "<lens>_vs_<lens>"
+    type: str  # "<lens>_vs_<lens>", the lenses by name
     topic: str
     difference: str
     note: str
@@ -619,6 +612,11 @@ def _assign(text: str, periods: Sequence[TimeRef], where: Mapping[str, list[int]
     return dict(out)
 
 
+def _capitalised(term: str, text: str) -> bool:
+    """Whether ``text`` writes the one-word ``term`` with a capital (a name: "Fieldline")."""
+    return any(m.group(0)[:1].isupper() for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE))
+
+
 def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequence[Mapping[str, Any]],
                           generic: set[str], aliases: Mapping[str, str] | None = None,
                           texts: Mapping[str, str] | None = None, entities: Collection[str] = ()) -> list[_Sentence]:
@@ -647,7 +645,11 @@ def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequen
         if home is None or is_code(s["text"]) or _in_regions(regions.get(s["document_id"], ()), start):
             continue
         text = prose_of(s["text"])
-        terms = list(home.get("key_terms") or ())
+        # A subject is a name, an entity, a phrase or a domain term: a common word the chunk
+        # repeats ("year", "program") is a topic of the graph, not a thing a claim is about.
+        terms = [t for t in home.get("key_terms") or () if " " in t or t in strong or t in generic
+                 or re.search(rf"(?<!\w){re.escape(t)}(?!\w)", s["text"], re.IGNORECASE | re.ASCII) is None
+                 or _capitalised(t, s["text"])]
         where = _positions(text, terms + [a for t in terms for a in by_canonical.get(t, ())])
         for alias, canonical in (aliases or {}).items():
             if alias in where and canonical in terms:
@@ -684,9 +686,6 @@ def _authority(lens: str, order: Sequence[str]) -> float:
 
 
 def _pair_type(a: str, b: str) -> tuple[str, str]:
-    known = SEED_TYPES.get(frozenset({a, b}))
-    if known:
-        return known
     first, second = sorted((a, b))
     return f"{first}_vs_{second}", f"{first} and {second} disagree"
 

@@ -25,10 +25,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from ragloom.context._text import known_sentences, words
+from ragloom.context._text import known_sentences
 from ragloom.context.model import DedupResult
 from ragloom.embed.base import normalize_rows
 from ragloom.errors import InvalidParameterError, UnknownNameError
+from ragloom.parse.words import words
 from ragloom.types import ScoredChunk
 
 SHINGLE_WORDS = 3

@@ -102,13 +102,8 @@ def by_edges(items: Sequence[Prioritized], relationships: Sequence[Relationship]
     return ranked[0::2] + ranked[1::2][::-1]
 
 
-#: The lens order ``lens`` groups by unless given another (seed 000's authority order).
-DEFAULT_LENS_ORDER = ("your-voice", "business-framework", "team-structured", "team-conversational", "engineering",
-                      "external-analyst")
-
-
 def by_lens(items: Sequence[Prioritized], relationships: Sequence[Relationship] = (),
-            lens_order: Sequence[str] = DEFAULT_LENS_ORDER) -> list[Prioritized]:
+            lens_order: Sequence[str] = ()) -> list[Prioritized]:
     """Lenses in ``lens_order`` (others after them, by name), by priority inside each."""
     rank = {lens: i for i, lens in enumerate(lens_order)}
     return sorted(_by_priority(items), key=lambda p: (rank.get(p.chunk.lens, len(rank)), p.chunk.lens

@@ -7,7 +7,7 @@ Four sources, in order of trust:
    aliases, so thousands of aliases cost about as much as a few;
 2. an **NER model** when one is installed with local weights (spaCy or GLiNER), through
    :class:`SpacyExtractor` / :class:`GlinerExtractor`;
-3. **pattern rules**: dates (through :mod:`ragloom.enrich.timeref`) and any regular
+3. **pattern rules**: dates (through :mod:`ragloom.parse.timeref`) and any regular
    expressions the gazetteer file declares;
 4. **capitalised-phrase candidates**, typed by their shape (``… Inc`` is an organisation,
    ``Dr. …`` a person, ``… v2`` a product), or ``other``; a capital counts only where its
@@ -32,9 +32,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
-from ragloom.enrich.spans import DisjointSpans
-from ragloom.enrich.timeref import extract_time_refs
 from ragloom.errors import ConfigError, MissingExtraError
+from ragloom.parse.spans import DisjointSpans
+from ragloom.parse.timeref import extract_time_refs
 from ragloom.types import Chunk
 
 DEFAULT_TYPES = ("customer", "service", "product", "location", "technician", "procedure", "person", "organisation", "date")

@@ -1,8 +1,13 @@
-"""Key terms of a chunk: proper-noun phrases, domain terms and the entities it mentions, ranked.
+"""Key terms of a chunk: proper-noun phrases, the subjects its text repeats, the settings'
+domain terms and the entities it mentions, ranked.
 
 A term's rank is its count in the chunk, with multi-word proper-noun phrases and known
 entities counted double: they say more about what a chunk is about than a single common noun.
-Terms are lower-cased so that "Catalog" and "catalog" are one term.
+Content words and two-word phrases count when the chunk says them at least twice: what a text
+repeats is what it is about, whatever its domain, so no vocabulary is built in. Which of them
+distinguish a chunk is learned from the whole workspace when the graph is built: a term most
+chunks share links nothing (``graph.max_postings``, ``graph.max_posting_share``). Terms are
+lower-cased so that "Catalog" and "catalog" are one term.
 """
 
 from __future__ import annotations
@@ -13,12 +18,12 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ragloom.enrich.entities import COMMON, capitalised_candidates
+from ragloom.parse.words import STOP_WORDS
 
-#: The seed's business vocabulary (seed 000), the default ``graph.domain_terms``.
-DEFAULT_DOMAIN_TERMS = (
-    "roadmap", "priority", "integration", "platform", "api", "customer", "revenue", "churn", "acquisition",
-    "catalog", "experience", "engineering", "architecture", "dependency", "milestone",
-)
+#: A content word: letters (a hyphen or an apostrophe inside), at least four of them.
+_WORD = re.compile(r"(?<![\w-])[a-z][a-z'-]{2,}[a-z](?![\w-])")
+#: A content word or phrase must appear this often in a chunk to be one of its terms.
+MIN_REPEATS = 2
 
 
 @lru_cache(maxsize=32)
@@ -30,8 +35,36 @@ def _domain_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(r"(?<!\w)(" + "|".join(alternatives) + r")(?:s|es)?(?!\w)", re.IGNORECASE)
 
 
-def extract_key_terms(text: str, *, domain_terms: Sequence[str] = DEFAULT_DOMAIN_TERMS,
-                      entities: Iterable[str] = (), top_n: int = 10) -> list[str]:
+def _singular(word: str) -> str:
+    """A crude singular, so that "grants" and "grant" are one term ("class" stays)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def _content_terms(text: str) -> Counter[str]:
+    """Content words and adjacent pairs of them, with their counts and singular forms."""
+    counts: Counter[str] = Counter()
+    previous: str | None = None
+    last_end = -1
+    for m in _WORD.finditer(text):  # lower-case words: capitalised ones are names, counted above
+        word = m.group(0)
+        if word in STOP_WORDS or word in _STOP:
+            previous = None
+            continue
+        word = _singular(word)
+        counts[word] += 1
+        # A pair only across one space: "travel grant", not words a comma or a line separates.
+        if previous is not None and text[last_end:m.start()] == " ":
+            counts[f"{previous} {word}"] += 1
+        previous, last_end = word, m.end()
+    return counts
+
+
+def extract_key_terms(text: str, *, domain_terms: Sequence[str] = (), entities: Iterable[str] = (),
+                      top_n: int = 10) -> list[str]:
     """The ``top_n`` key terms of ``text``, best first (ties by first appearance)."""
     counts: Counter[str] = Counter()
     first: dict[str, int] = {}
@@ -51,8 +84,16 @@ def extract_key_terms(text: str, *, domain_terms: Sequence[str] = DEFAULT_DOMAIN
             add(found.group(1), 1, found.start())
     for i, name in enumerate(entities):
         add(name, 2, -len(text) + i)  # entities rank first among equals
-    ranked = sorted(counts, key=lambda t: (-counts[t], first[t]))
-    return ranked[:top_n]
+    ranked = sorted(counts, key=lambda t: (-counts[t], first[t]))[:top_n]
+    # What the text repeats fills the places names, entities and domain terms leave.
+    lowered = text.lower()
+    repeated = [(n, lowered.find(t), t) for t, n in _content_terms(text).items()
+                if n >= MIN_REPEATS and t not in counts and t not in _STOP]
+    for _, _, term in sorted(repeated, key=lambda r: (-r[0], r[1] if r[1] >= 0 else len(text))):
+        if len(ranked) >= top_n:
+            break
+        ranked.append(term)
+    return ranked
 
 
 _STOP = frozenset(w.lower() for w in COMMON)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ragloom.config import Settings
+from ragloom.demo import sample_settings_file
 from ragloom.engine import Engine
 from ragloom.evaluate.context import EvalContext
 from ragloom.evaluate.datasets import SectionQuery, load_ab
@@ -100,7 +101,8 @@ def run(ctx: EvalContext, *, materials: Path | None = None, queries: Path | None
     per_variant: dict[str, dict[str, list[tuple[float, float]]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for embed_text in ctx.steps(["naked", "contextual"]):
-            settings = Settings.load(environ={}, overrides={"embedding.embed_text": embed_text, "embedding.cache": False,
+            settings = Settings.load(environ={}, config_file=sample_settings_file(materials),
+                                     overrides={"embedding.embed_text": embed_text, "embedding.cache": False,
                                                             "sentences.enabled": False, "graph.enabled": False,
                                                             **ctx.overrides})
             engine = Engine(Path(tmp) / embed_text, settings=settings, embedder=ctx.embedder)

@@ -335,7 +335,7 @@ def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
     the pairs touching those positions.
     """
     edges: list[Edge] = []
-    cap = settings.max_postings
+    cap = posting_cap(settings, len(nodes))
     for attribute, kind, minimum in (("key_terms", TOPIC_OVERLAP, settings.min_shared_terms),
                                      ("periods", TEMPORAL_OVERLAP, 1)):
         lists = index[attribute] if index is not None else postings(nodes, attribute)
@@ -362,6 +362,17 @@ def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
     return edges
 
 
+#: The postings cap never falls below this many chunks, however small the workspace.
+MIN_POSTING_CAP = 20
+
+
+def posting_cap(settings: GraphSettings, chunks: int) -> int:
+    """How many chunks a term or period may be in and still link them: ``max_postings``, or
+    ``max_posting_share`` of the workspace's chunks when that is fewer (at least
+    :data:`MIN_POSTING_CAP`). Which terms distinguish a chunk is learned from the workspace."""
+    return min(settings.max_postings, max(MIN_POSTING_CAP, int(settings.max_posting_share * chunks)))
+
+
 def build_edges(nodes: Sequence[GraphNode], settings: GraphSettings) -> list[Edge]:
     """Every edge of the graph over ``nodes``."""
     return [*group_edges(nodes, settings), *overlap_edges(nodes, settings), *similar_edges(nodes, settings),
@@ -379,13 +390,15 @@ class Update:
 
 
 def update_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, changed: set[str],
-                 removed: Sequence[GraphNode] = (), previous_terms: Mapping[str, int] | None = None) -> Update:
+                 removed: Sequence[GraphNode] = (), previous_terms: Mapping[str, int] | None = None,
+                 previous_count: int | None = None) -> Update:
     """The edge changes after ``changed`` chunk ids were added or edited and ``removed``
     chunks (their old versions) went away; ``nodes`` is the graph's chunks afterwards.
 
     The result equals a full :func:`build_edges` as long as no chunk's ``max_similar`` list
     overflows: a term whose postings crossed ``max_postings`` in either direction brings all
-    its chunks into the recomputation, so the cap means the same as in a full build. Entity
+    its chunks into the recomputation, so the cap means the same as in a full build (the cap
+    before is that of ``previous_count`` chunks, the workspace's size before the change). Entity
     edges are weighted by how many chunks hold their name, so ``changed`` must also hold every
     holder of a name whose holders changed (:func:`~ragloom.graph.entities.changed_holders`).
     """
@@ -393,10 +406,12 @@ def update_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, changed
     index = {"key_terms": postings(nodes, "key_terms"), "periods": postings(nodes, "periods")}
     touched = {position[c] for c in changed if c in position}
     if previous_terms is not None:
+        cap_before = posting_cap(settings, len(nodes) if previous_count is None else previous_count)
+        cap_after = posting_cap(settings, len(nodes))
         for attribute in ("key_terms", "periods"):
             for term, members in index[attribute].items():
                 before = previous_terms.get(f"{attribute}:{term}", 0)
-                if (before > settings.max_postings) != (len(members) > settings.max_postings):
+                if (before > cap_before) != (len(members) > cap_after):
                     touched.update(members)
     affected_docs = {nodes[i].document_id for i in touched} | {n.document_id for n in removed}
     affected_lenses = {nodes[i].lens for i in touched} | {n.lens for n in removed}

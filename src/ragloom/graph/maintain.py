@@ -70,7 +70,8 @@ class GraphMaintainer:
                     previous[f"periods:{period}"] -= 1
         for term, count in term_counts(gone).items():
             previous[term] = previous.get(term, 0) + count
-        plan = update_edges(nodes, self.c.settings.graph, changed=redo, removed=gone, previous_terms=previous)
+        plan = update_edges(nodes, self.c.settings.graph, changed=redo, removed=gone, previous_terms=previous,
+                            previous_count=len(before))
         store.update_edges(tenant, chunks=plan.remove_touching, documents=plan.remove_documents,
                            lenses=plan.remove_lenses, rows=edge_rows(tenant, plan.add, rows, datetime.now(UTC)))
         return len(plan.add)

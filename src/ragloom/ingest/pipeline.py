@@ -12,7 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ragloom.chunk import chunker_from_settings
 from ragloom.chunk.preset import PresetSpan
+from ragloom.enrich.entities import EntityMention
 from ragloom.errors import (
     DiskFullError,
     InvalidParameterError,
@@ -22,7 +24,8 @@ from ragloom.errors import (
     RagloomError,
 )
 from ragloom.ingest.report import IngestReport, Progress, skipped_sentence
-from ragloom.ingest.stages import Stage, default_stages
+from ragloom.ingest.stages import Chunk as ChunkStage
+from ragloom.ingest.stages import Enrich, Parse, Stage, default_stages
 from ragloom.ingest.work import IngestRun, Work
 from ragloom.load import scan, validate_name
 from ragloom.load.scan import real_path
@@ -31,7 +34,7 @@ from ragloom.store.faults import disk_full, is_disk_full
 from ragloom.store.lance import GRAPH_STALE
 from ragloom.store.plan import CHUNKS, SENTENCES
 from ragloom.store.schema import document_from_row, document_metadata, document_tombstone, new_id, tombstone
-from ragloom.types import Document
+from ragloom.types import Chunk, Document, Section
 from ragloom.versions import DELETE
 
 if TYPE_CHECKING:
@@ -241,6 +244,22 @@ class IngestPipeline:
             message = f"{item.source}: {type(exc).__name__}: {exc}"
         run.report.fail(item.source, message)
         run.progress.message(message)
+
+    def chunk_document(self, document: Document, *, strategy: str | None = None,
+                       mentions: Sequence[EntityMention] | None = None, spans: Sequence[PresetSpan] | None = None,
+                       sections: Sequence[Section] | None = None) -> list[Chunk]:
+        """The parse, chunk and enrich stages for one document, without the store (see
+        :meth:`Engine.chunk_document <ragloom.engine.Engine.chunk_document>`)."""
+        item = Work(document.source_path, document=document, lens=document.lens, tenant=document.tenant, spans=spans)
+        run = IngestRun(self.c, IngestReport(), Progress(), datetime.now(UTC))
+        if mentions is None or sections is None:
+            Parse()([item], run)
+        item.mentions = list(mentions) if mentions is not None else item.mentions
+        item.sections = list(sections) if sections is not None else item.sections
+        chunker = chunker_from_settings(self.c.settings.chunking, strategy) if strategy is not None else None
+        for stage in (ChunkStage(chunker, sentences=False), Enrich()):
+            stage([item], run)
+        return item.chunks
 
     # -- what to run --------------------------------------------------------------------------
 

@@ -40,7 +40,6 @@ from ragloom.enrich.keyterms import extract_key_terms
 from ragloom.enrich.llm_context import ChunkContextWriter
 from ragloom.enrich.quality import assess_chunks
 from ragloom.enrich.search_text import search_text
-from ragloom.enrich.timeref import extract_time_refs, time_labels
 from ragloom.errors import TooManyRowsError
 from ragloom.ingest.work import IngestRun, Work
 from ragloom.load import (
@@ -56,6 +55,7 @@ from ragloom.load import (
 from ragloom.load.scan import real_path
 from ragloom.parse.sections import _headings, parse_sections
 from ragloom.parse.sentences import sentence_spans
+from ragloom.parse.timeref import defined_names, extract_time_refs, time_labels
 from ragloom.store.plan import CHUNKS, SENTENCES, Track, plan_track, summary_of, track_rows
 from ragloom.store.schema import document_row, mention_rows
 from ragloom.versions import DELETE
@@ -302,7 +302,9 @@ class Enrich(_Timed):
             item.key_terms = [extract_key_terms(ch.text, domain_terms=g.domain_terms, top_n=g.key_terms,
                                                 entities=dict.fromkeys(names[e] for e in ents if e in names))
                               for ch, ents in zip(item.chunks, item.entities, strict=True)]
-            item.time_refs = [time_labels(extract_time_refs(ch.text, reference=doc.document_date)) for ch in item.chunks]
+            not_periods = defined_names(doc.text)  # "HackerOne (H1)" anywhere makes "H1" a name everywhere
+            item.time_refs = [time_labels(extract_time_refs(ch.text, reference=doc.document_date, names=not_periods))
+                              for ch in item.chunks]
         return items
 
 

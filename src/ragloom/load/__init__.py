@@ -6,9 +6,9 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from stat import S_ISREG
 
@@ -31,6 +31,7 @@ from ragloom.load.scan import Found, file_kind, name_problem, real_path, scan, s
 from ragloom.load.worker import ConverterProcess
 from ragloom.parse.doctype import DEFAULT_RULES, DocTypeRule, infer_doc_type
 from ragloom.parse.sections import first_title
+from ragloom.parse.timeref import extract_time_refs
 from ragloom.types import Document
 
 __all__ = [
@@ -149,7 +150,11 @@ def load_file(
     if not text.strip():
         raise EmptyDocumentError(shown, "no text after conversion")
     source_path = Path(real_path(path)).as_posix()
-    title = meta.get("title") or converted.title or _first_heading(text) or title_from_filename(path.stem)
+    heading = _first_heading(text)
+    title = meta.get("title") or converted.title or heading or title_from_filename(path.stem)
+    document_date, date_source = dated(meta, path.name, heading, converted.date)
+    if date_source:
+        meta = {**meta, "date_source": date_source}
     doc_type = meta.get("type") or infer_doc_type(
         path.name, text, lens, rules=doc_type_rules, default=default_doc_type
     )
@@ -164,7 +169,7 @@ def load_file(
         document_id=document_id(tenant, source_path),
         file_hash=file_hash(data),
         doc_type=doc_type,
-        document_date=parse_date(meta.get("date", "")) or parse_date(path.name),
+        document_date=document_date,
         metadata=meta,
     )
     return Loaded(document, converted.notes)
@@ -269,6 +274,27 @@ def _same(a: os.stat_result, b: os.stat_result) -> bool:
 def file_hash(data: bytes) -> str:
     """The hash that tells an unchanged file on re-ingest (sha256 of its bytes)."""
     return hashlib.sha256(data).hexdigest()
+
+
+def dated(meta: Mapping[str, str], filename: str, heading: str | None,
+          embedded: str | None) -> tuple[date | None, str]:
+    """A document's own date and where it came from: its front matter's ``date``, a date in
+    its file name (``2026-02-18.md``), one in its first heading ("Sync meeting, March 5, 2024"),
+    or its file's metadata (a PDF's creation date), in that order; ``(None, "")`` when none."""
+    for source, value in (("front matter", meta.get("date", "")), ("file name", filename)):
+        found = parse_date(value)
+        if found is not None:
+            return found, source
+    if heading:
+        found = parse_date(heading) or next((r.period_start for r in extract_time_refs(heading)
+                                             if r.kind == "date" and r.period_start is not None), None)
+        if found is not None:
+            return found, "first heading"
+    if embedded:
+        found = parse_date(embedded)
+        if found is not None:
+            return found, "file metadata"
+    return None, ""
 
 
 def _first_heading(text: str) -> str | None:

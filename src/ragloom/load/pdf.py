@@ -7,6 +7,7 @@ import io
 import re
 from collections import Counter
 from dataclasses import dataclass
+from datetime import date
 
 from pdfminer.high_level import extract_pages
 from pdfminer.layout import LAParams, LTChar, LTTextContainer
@@ -80,6 +81,29 @@ def _continues(prev: _Line | None, line: _Line) -> bool:
         return not prev.text.endswith((".", "!", "?", ":"))
     gap = prev.bottom - line.top
     return -line.size < gap < line.size * 0.8
+
+
+_PDF_DATE = re.compile(r"(?:D:)?(\d{4})(\d{2})(\d{2})")
+
+
+def metadata_date(data: bytes) -> str | None:
+    """The PDF's creation date (``CreationDate``, else ``ModDate``) as ``YYYY-MM-DD``, or None."""
+    try:
+        doc = PDFDocument(PDFParser(io.BytesIO(data)))
+        infos = list(doc.info)
+    except Exception:  # noqa: BLE001 - pdfminer raises many types for bad input; no date then
+        return None
+    for key in ("CreationDate", "ModDate"):
+        for info in infos:
+            raw = info.get(key)
+            text = raw.decode("latin-1", "replace") if isinstance(raw, bytes) else raw if isinstance(raw, str) else ""
+            m = _PDF_DATE.match(text.strip())
+            if m:
+                try:
+                    return date(int(m[1]), int(m[2]), int(m[3])).isoformat()
+                except ValueError:
+                    continue
+    return None
 
 
 def _metadata_title(data: bytes) -> str | None:

@@ -41,6 +41,8 @@ class Converted:
     title: str | None = None
     #: What was done to make the file readable ("read as Windows-1252 (not valid UTF-8)").
     notes: tuple[str, ...] = ()
+    #: The date the file's own metadata gives (a PDF's creation date), ``YYYY-MM-DD``.
+    date: str | None = None
 
 
 _BOMS = (
@@ -260,7 +262,7 @@ def read_pdf(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
     if not data.lstrip()[:5] == b"%PDF-":
         raise CorruptFileError(path, "no %PDF- header", fix="a .pdf file must be a PDF")
     try:
-        from ragloom.load.pdf import TextLimitExceeded, pdf_to_markdown
+        from ragloom.load.pdf import TextLimitExceeded, metadata_date, pdf_to_markdown
     except ImportError as exc:
         raise MissingExtraError("pdfminer.six", "convert", f"reading PDF files such as {path}") from exc
     try:
@@ -274,7 +276,7 @@ def read_pdf(path: Path, data: bytes, limits: Limits = NO_LIMITS) -> Converted:
         if "Password" in name or "Encrypt" in name:
             raise EncryptedFileError(path, fix="remove the password and ingest again") from exc
         raise CorruptFileError(path, f"{name}: {exc}"[:200].rstrip(": ")) from exc
-    return Converted(markdown, title)
+    return Converted(markdown, title, date=metadata_date(data))
 
 
 def check_zip(path: Path, data: bytes, limits: Limits) -> set[str]:

@@ -46,12 +46,6 @@ DEFAULT_RULES: tuple[DocTypeRule, ...] = (
     DocTypeRule("Strategy Memo", filename=_words("strategy", "vision", "memo", "thesis")),
     DocTypeRule("Analyst Report", filename=_words("analyst", "market", "report", "forecast")),
     DocTypeRule("Framework", filename=_words("framework", "canvas", "business model", "pricing")),
-    DocTypeRule("Conversation", lens=r"^team-conversational$"),
-    DocTypeRule("Analyst Report", lens=r"^external-analyst$"),
-    DocTypeRule("Engineering Doc", lens=r"^engineering$"),
-    DocTypeRule("Strategy Memo", lens=r"^your-voice$"),
-    DocTypeRule("Framework", lens=r"^business-framework$"),
-    DocTypeRule("Team Doc", lens=r"^team-structured$"),
 )
 
 _SEPARATORS = re.compile(r"[\s_.\-]+")

@@ -2,8 +2,14 @@
 canonical periods.
 
 ``Q2 2024``, ``q2-2024``, ``2024Q2``, ``Q2'24`` and ``2nd quarter of 2024`` are all the period
-``Q2 2024``. A reference without a year (``Q2``, ``in March``, ``next quarter``) is resolved
-against the document's date when one is known and kept as unresolved otherwise.
+``Q2 2024``. A reference without a year (``Q2``, ``in March``, ``October 3rd``, ``next
+quarter``, ``in 2 years``, ``April in 1 year from now``) is resolved against the document's date
+when one is known and kept as unresolved otherwise: a day without a year falls in the year that
+puts it nearest the document's date ("January 15th" in a December note is next January).
+
+What is not a time reference: anything inside a URL or a code span (``/2024/03/`` in a link),
+and a token the text defines as a name ("HackerOne (H1)" makes every "H1" of the text a name,
+not a half year); callers that know such names from the whole document pass them (``names``).
 """
 
 from __future__ import annotations
@@ -14,12 +20,21 @@ from dataclasses import dataclass
 from datetime import date
 from functools import lru_cache
 
-from ragloom.enrich.spans import DisjointSpans
+from ragloom.parse.spans import DisjointSpans
 
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if name})
 MONTHS["sept"] = 9
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_FULL_MONTHS = "|".join(sorted((calendar.month_name[i] for i in range(1, 13)), key=len, reverse=True))
+#: "April in 1 year from now", "March in two years".
+_MONTH_IN_YEARS = (rf"(?P<month>{_FULL_MONTHS})\s+in\s+(?P<n>\d{{1,2}}|a|an|one|two|three)\s+years?"
+                   r"(?:\s+from\s+now|\s+time)?\b")
+#: A day of a month without a year: "October 3rd", "Nov 12th", "on March 5" (abbreviations need
+#: a day; a bare "May 3" is a day too, "may 3 people" is not: the month must be capitalised).
+_MONTH_DAY = (r"(?P<month>(?-i:" + "|".join(sorted({m for name in calendar.month_name[1:] for m in (name, name[:3])},
+                                                    key=len, reverse=True)) + r"))\.?\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?")
+_NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6}
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 _ORDINAL = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "last": 4}
 
@@ -92,6 +107,7 @@ def _shift(reference: date, unit: str, amount: int) -> tuple[int, int]:
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<m>0[1-9]|1[0-2])-(?P<d>0[1-9]|[12]\d|3[01])\b"), "iso_date"),
     (re.compile(rf"\b{_MONTH}\s+(?P<d>[0-3]?\d)(?:st|nd|rd|th)?,?\s+{_YEAR}\b", re.I), "month_day_year"),
+    (re.compile(rf"\b{_MONTH_IN_YEARS}", re.I), "month_in_years"),
     (re.compile(rf"\b(?P<d>[0-3]?\d)(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?:\s*+,\s++|\s++){_YEAR}\b", re.I), "day_month_year"),
     (re.compile(r"\b(?:FY|CY)?\s?(?P<year>(?:19|20)\d{2})\s?[-/ ]?\s?Q(?P<q>[1-4])\b", re.I), "year_quarter"),
     (re.compile(r"\bQ(?P<q>[1-4])(?:\s?[-/ ]?\s?(?:FY\s?)?(?P<year>(?:19|20)\d{2})|\s?'(?P<yy>\d{2}))?\b", re.I), "quarter"),
@@ -101,6 +117,10 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(rf"\b(?:(?:early|mid|late|end\s+of)[- ]?)?{_MONTH}(?:\s+of)?\s+{_YEAR}\b", re.I), "month_year"),
     (re.compile(r"\b(?P<year>(?:19|20)\d{2})-(?P<m>0[1-9]|1[0-2])\b(?!-\d)"), "iso_month"),
     (re.compile(r"\b(?P<rel>this|next|last|previous|coming|current)\s+(?P<unit>quarter|month|year|half)\b", re.I), "relative"),
+    (re.compile(r"\bin\s+(?P<n>\d{1,2}|a|an|one|two|three|four|five|six)\s+(?P<unit>quarter|month|year)s?"
+                r"(?:\s+from\s+now|\s+time)?\b|\b(?P<n2>\d{1,2}|a|an|one|two|three)\s+(?P<unit2>quarter|month|year)s?"
+                r"\s+from\s+now\b", re.I), "ahead"),
+    (re.compile(rf"\b{_MONTH_DAY}\b(?![,\s]*(?:19|20)\d\d)", re.I), "month_day"),
     (re.compile(r"\b(?:in|by|during|until|before|after|since|from|mid-|early|late|end\s+of)\s*[- ]?(?P<month>" + "|".join(
         sorted((calendar.month_name[i] for i in range(1, 13)), key=len, reverse=True)) + r")\b(?!\s+(?:19|20)\d{2})", re.I), "bare_month"),
     (re.compile(r"(?<![\d.,$€£-])\b(?P<year>(?:19|20)\d{2})\b(?![.,]?\d|%|-\d)"), "year"),
@@ -138,20 +158,50 @@ def _windows(text: str) -> list[tuple[int, int]]:
     return merged
 
 
-def extract_time_refs(text: str, reference: date | None = None) -> list[TimeRef]:
+#: Where no time reference is: URLs, inline code, fenced code.
+_NOT_TEXT = re.compile(r"(?:https?|ftp)://[^\s<>)\]]+|\bwww\.[^\s<>)\]]+|(?<!`)(`++)(?!`).+?(?<!`)\1(?!`)"
+                       r"|^[ \t]*(?:```|~~~)[^\n]*\n(?:.*\n)*?[ \t]*(?:```|~~~)", re.MULTILINE)
+#: A name given an abbreviation that looks like a period: "HackerOne (H1)", "Q1 (Quantum One)".
+_DEFINED = re.compile(r"(?<![\w&.-])[A-Z][\w&.-]*+(?:[ \t]++[A-Z][\w&.-]*+){0,4}[ \t]*+\((?P<a>[HQ][1-4]|FY\d{2,4})\)"
+                      r"|\b(?P<b>[HQ][1-4]|FY\d{2,4})[ \t]*+\((?:the[ \t]++)?[A-Z][\w&.-]*+(?:[ \t]++[\w&.-]++){0,4}+\)")
+
+
+def defined_names(text: str) -> frozenset[str]:
+    """Tokens that ``text`` defines as names rather than periods ("HackerOne (H1)", "H1
+    (HackerOne)"): a document computes them once, for every piece of it."""
+    names = set()
+    for m in _DEFINED.finditer(text):
+        token = m.group("a") or m.group("b")
+        if not re.fullmatch(r"(?:the[ \t]+)?(?:first|second|third|fourth|1st|2nd|3rd|4th)\b.*|.*\b(?:half|quarter|"
+                            r"year)\b.*", m.group(0).split("(", 1)[1] if m.group("b") else m.group(0), re.IGNORECASE):
+            names.add(token.upper())
+    return frozenset(names)
+
+
+def extract_time_refs(text: str, reference: date | None = None, *,
+                      names: frozenset[str] | None = None) -> list[TimeRef]:
     """Every time reference in ``text``, in order, longest match first where they overlap.
 
     ``reference`` (the document's date) resolves references without a year and relative ones.
+    Nothing inside a URL or code counts, nor a token defined as a name (``names``, else those
+    ``text`` itself defines: see :func:`defined_names`).
     """
     found: list[TimeRef] = []
+    names = defined_names(text) if names is None else names
+    blocked = [m.span() for m in _NOT_TEXT.finditer(text)] if "`" in text or "://" in text or "www." in text else []
     windows = [(0, len(text))] if len(text) < 4 * _REACH else _windows(text)
     for lo, hi in windows:
         # Matching with pos/endpos (not slices) keeps lookbehinds and word boundaries exact.
         taken = DisjointSpans()
+        for a, b in blocked:
+            if a < hi and b > lo:
+                taken.add(max(a, lo), min(b, hi))
         for pattern, kind in _RULES:
             for m in pattern.finditer(text, lo, hi):
                 a, b = m.span()
                 if not taken.is_free(a, b):
+                    continue
+                if names and m.group(0).split()[0].upper().rstrip("'") in names:
                     continue
                 ref = _build(kind, m, reference)
                 if ref is not None:
@@ -200,7 +250,38 @@ def _build(kind: str, m: re.Match[str], reference: date | None) -> TimeRef | Non
         return {"quarter": _quarter, "half": _half, "month": _month}[unit](index, y, text, a, b)
     if kind == "year":
         return _year(int(g["year"]), text, a, b)
+    if kind == "month_in_years":
+        month = MONTHS[g["month"].lower()]
+        if reference is None:
+            return _month(month, None, text, a, b)
+        return _month(month, reference.year + _count(g["n"]), text, a, b)
+    if kind == "ahead":
+        unit, n = (g["unit"] or g["unit2"]).lower(), _count(g["n"] or g["n2"])
+        if reference is None:
+            return TimeRef(text, a, b, unit, " ".join(text.lower().split()), False)
+        y, index = _shift(reference, unit, n)
+        if unit == "year":
+            return _year(y, text, a, b)
+        return {"quarter": _quarter, "month": _month}[unit](index, y, text, a, b)
+    if kind == "month_day":
+        month, d = MONTHS[g["month"].lower()], int(g["d"])
+        if not 1 <= d <= 31:
+            return None
+        if reference is None:
+            return TimeRef(text, a, b, "date", f"{calendar.month_name[month]} {d}", False)
+        # The year that puts the day nearest the document's date: "January 15" in December
+        # is next January, "December 20" in January last December.
+        years = [y for y in (reference.year - 1, reference.year, reference.year + 1)
+                 if d <= calendar.monthrange(y, month)[1]]
+        if not years:
+            return None
+        year = min(years, key=lambda y: abs((date(y, month, d) - reference).days))
+        return _day(year, month, d, text, a, b)
     return None  # pragma: no cover - every rule kind is handled above
+
+
+def _count(word: str) -> int:
+    return int(word) if word.isdigit() else _NUMBER_WORDS[word.lower()]
 
 
 UNRESOLVED = " (unresolved)"

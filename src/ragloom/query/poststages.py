@@ -70,7 +70,7 @@ def optimise(components: Components, result: QueryResult, *, budget: int | None 
         edges = components.store.edges_among(result.tenant, {r.chunk_id for r in result.results},
                                              skip_types=SKIPPED_GRAPH_TYPES)
     return components.optimizer.optimize(result.results, result.query, organize=organize, max_tokens=budget,
-                                         graph_edges=edges, lens_order=components.settings.graph.authority)
+                                         graph_edges=edges, lens_order=components.lens_order(result.tenant))
 
 
 def default_post_stages(components: Components) -> list[PostStage]:

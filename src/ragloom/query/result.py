@@ -73,6 +73,39 @@ def date_range(start: date | str | None, end: date | str | None) -> DateRange | 
     return DateRange(first, last)
 
 
+@dataclass(frozen=True, slots=True)
+class Preference:
+    """A period named in the question ("the 2026 summit", "in March 2025"): documents dated in it
+    rank first, by :data:`PERIOD_BOOST`; the others still follow (``dated_from``/``dated_to`` limit)."""
+
+    range: DateRange
+    named: str  # as the question wrote it: "2026", "March 2025"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"from": self.range.start, "to": self.range.end, "named": self.named, "boost": PERIOD_BOOST}
+
+
+#: How much a result from a document dated in the period a question names gains: relevance
+#: times this, at most 1.
+PERIOD_BOOST = 1.3
+#: Kinds of time reference in a question that name a period to prefer (a bare "March" does not).
+_PREFERRED_KINDS = frozenset({"year", "half", "quarter", "month", "date"})
+
+
+def preferred_period(text: str, *, today: date | None = None) -> Preference | None:
+    """The period a question names (every year, quarter, month or day it names, spanned), or
+    None. Relative phrases ("last year") count from ``today``."""
+    from ragloom.parse.timeref import extract_time_refs
+
+    refs = [r for r in extract_time_refs(text, reference=today or date.today())
+            if r.resolved and r.kind in _PREFERRED_KINDS and r.period_start and r.period_end]
+    if not refs:
+        return None
+    start = min(r.period_start for r in refs if r.period_start)
+    end = max(r.period_end for r in refs if r.period_end)
+    return Preference(DateRange(start, end), ", ".join(dict.fromkeys(" ".join(r.text.split()) for r in refs)))
+
+
 @dataclass
 class QueryResult:
     query: str
@@ -89,6 +122,8 @@ class QueryResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: The documents' date range the query was limited to, if any.
     dated: DateRange | None = None
+    #: The period the question names, whose documents were ranked first (not a filter), if any.
+    preferred: Preference | None = None
 
     def __iter__(self) -> Iterator[ScoredChunk]:
         return iter(self.results)
@@ -106,6 +141,7 @@ class QueryResult:
             "tenant": self.tenant,
             "as_of": self.as_of.isoformat() if self.as_of else None,
             "dated": {"from": self.dated.start, "to": self.dated.end} if self.dated else None,
+            "inferred": {"preferred_dates": self.preferred.to_dict()} if self.preferred else {},
             "results": [r.to_dict() for r in self.results],
             "notes": self.notes,
             "warnings": self.warnings,

@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from ragloom.context import OptimizedContext
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.query.poststages import PostStage, default_post_stages, optimise
-from ragloom.query.result import QueryResult, as_of_moment, date_range, shown
+from ragloom.query.result import (
+    PERIOD_BOOST,
+    Preference,
+    QueryResult,
+    as_of_moment,
+    date_range,
+    preferred_period,
+    shown,
+)
 from ragloom.retrieve.base import ModeOptions, SearchRequest, get_mode, with_relevance
 from ragloom.retrieve.graph import GraphOptions, expand_seeds
 from ragloom.store.filters import DateRange
@@ -37,7 +45,8 @@ class QueryRequest:
     budget: int | None = None
     organize: str | None = None
     optimize: bool = False
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    #: A period the query names; its documents rank first (none when ``dated`` limits them).
+    preferred: Preference | None = None
 
 
 class QueryService:
@@ -91,6 +100,8 @@ class QueryService:
             lenses=tuple(lens_list) if lens_list else None,
             as_of=moment, dated=dated,
             budget=budget, organize=organize, optimize=optimize,
+            preferred=preferred_period(text) if dated is None and self.c.settings.retrieval.prefer_named_periods
+            else None,
         )
 
     def check_budget(self, budget: int | None) -> None:
@@ -106,12 +117,12 @@ class QueryService:
             raise InvalidParameterError(
                 f"budget ({budget}) must be larger than context_optimization.reserve_tokens ({reserve})")
 
-    def _search(self, request: QueryRequest) -> SearchRequest:
+    def _search(self, request: QueryRequest, *, dated: DateRange | None = None) -> SearchRequest:
         graph = GraphMaintainer(self.c)
         return SearchRequest(text=request.text, store=self.c.store, embedder=self.c.embedder, tenant=request.tenant,
                              settings=self.c.settings, options=request.options, k=request.k,
                              lenses=list(request.lenses) if request.lenses else None, as_of=request.as_of,
-                             dated=request.dated,
+                             dated=dated or request.dated,
                              graph=lambda: graph.view(request.tenant))
 
     def run(self, request: QueryRequest) -> QueryResult:
@@ -125,6 +136,12 @@ class QueryService:
         # An empty workspace answers nothing without loading the model to embed the query.
         searchable = request.text.strip() and self.c.store.has_table(CHUNKS)
         results = with_relevance(mode(search), mode.scale) if searchable else []
+        if results and request.preferred is not None:
+            inside = self._search(request, dated=request.preferred.range)
+            results = _prefer(results, with_relevance(mode(inside), mode.scale), search.limit)
+            search.timings.update({f"{k} (period)": v for k, v in inside.timings.items()})
+            search.notes.append(f"ranked documents dated {request.preferred.named} first, as the query names it "
+                                "(--dated-from/--dated-to keeps only those)")
         if not request.text.strip():
             search.notes.append("the query is empty: give the words to search for")
         elif not results and not self.c.store.documents_any():
@@ -134,7 +151,8 @@ class QueryService:
             search.notes.append(f"tenant {request.tenant!r} has no documents in the workspace {self.c.workspace}; "
                                 "check the tenant's name, or ingest into it")
         result = QueryResult(request.text, request.mode, results, request.tenant, request.as_of, search.notes,
-                             self.c.warnings(), timings=search.timings, dated=request.dated)
+                             self.c.warnings(), timings=search.timings, dated=request.dated,
+                             preferred=request.preferred)
         for stage in self.post_stages:
             started_stage = time.perf_counter()
             result = stage(result, request)
@@ -153,3 +171,15 @@ class QueryService:
         """The optimised context window for ``results`` retrieved elsewhere."""
         result = QueryResult(query, "given", list(results), self.c.tenant(tenant))
         return optimise(self.c, result, budget=budget, organize=organize)
+
+
+def _prefer(results: Sequence[ScoredChunk], inside: Sequence[ScoredChunk], limit: int) -> list[ScoredChunk]:
+    """``results`` with those of ``inside`` (the same search over the preferred period's
+    documents) merged in, their relevance raised by :data:`PERIOD_BOOST` (at most 1); best
+    first, at most ``limit``."""
+    best = {r.chunk_id: r for r in results}
+    for r in inside:
+        boosted = replace(r, relevance=min(1.0, r.relevance * PERIOD_BOOST), scores={**r.scores, "period": PERIOD_BOOST})
+        if r.chunk_id not in best or boosted.relevance >= best[r.chunk_id].relevance:
+            best[r.chunk_id] = boosted
+    return sorted(best.values(), key=lambda r: -r.relevance)[:limit]

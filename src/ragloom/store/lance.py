@@ -929,6 +929,19 @@ class LanceStore:
 
         return read() if as_of is not None else set(self.memo(("lenses", tenant), read))
 
+    def lens_order(self, tenant: str) -> list[str]:
+        """The tenant's lenses that have chunks, in the order they were first ingested (every
+        version counts: a lens keeps its place when its documents are updated)."""
+        def read() -> list[str]:
+            present = self.lenses(tenant)
+            first: dict[str, Any] = {}
+            for r in self._select(self._table("documents"), f"tenant_id = {sql_str(tenant)}", ["lens", "created_at"]):
+                if r["lens"] in present and (r["lens"] not in first or r["created_at"] < first[r["lens"]]):
+                    first[r["lens"]] = r["created_at"]
+            return sorted(present, key=lambda lens: (first.get(lens) is None, first.get(lens) or 0, lens))
+
+        return list(self.memo(("lens order", tenant), read))
+
     def tombstones(self, tenant: str) -> dict[str, Mapping[str, Any]]:
         """Per document id, its latest deletion row (whether or not it was restored since)."""
         rows = self._select(self._table("documents"), f"tenant_id = {sql_str(tenant)} AND change_type = 'delete'",

@@ -56,6 +56,8 @@ _WORD = re.compile(r"[^\W_]+")
 _FIGURE = re.compile(r"\d")
 _FRAGMENT = re.compile(r"[a-z,;:.)\]}]")
 _NOT_PROSE = ("#", "|", "```", "~~~", "<", "---", "===")
+#: A Markdown link reference ("[rfc]: https://…"): a list of links, not a statement.
+_LINK_REFERENCE = re.compile(r"\[[^\]\n]+\]:\s*\S")
 
 
 def stem(word: str) -> str:
@@ -115,7 +117,7 @@ def candidates(sources: Sequence[Source], *, min_words: int = 5, max_words: int 
             if lead is not None and lead.end() < end:
                 start = lead.end()
             text = source.text[start:end]
-            if text.startswith(_NOT_PROSE) or CITATION.search(text):
+            if text.startswith(_NOT_PROSE) or CITATION.search(text) or _LINK_REFERENCE.match(text):
                 continue  # a bracketed number in a quote would read as a citation of ours
             count = len(_WORD.findall(text))
             if not min_words <= count <= max_words:

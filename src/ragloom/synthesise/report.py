@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from ragloom.analyse.contradictions import Contradiction, Statement
-from ragloom.enrich.timeref import TimeRef, extract_time_refs
 from ragloom.errors import InvalidParameterError
+from ragloom.parse.timeref import TimeRef, extract_time_refs
 from ragloom.synthesise.citations import Citations, check_citations
 from ragloom.synthesise.extract import candidates
 from ragloom.synthesise.sources import Quote, Source, add_statement_sources, check_numbering, one_line, statement_number

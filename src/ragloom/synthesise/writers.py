@@ -14,13 +14,14 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ragloom.config import LLMSettings
 from ragloom.errors import InvalidParameterError, LLMError
 from ragloom.plugins import Registry
+from ragloom.synthesise.answering import Ranked, answers, rank
 from ragloom.synthesise.citations import Citations, check_citations, located_quotes
 from ragloom.synthesise.extract import Candidate, candidates, centrality, select, terms
 from ragloom.synthesise.llm import LLM, llm_from_settings
@@ -35,6 +36,9 @@ Closeness = Callable[[str, Sequence[tuple[str, int, int]]], Sequence[float | Non
 ANSWER_LABEL = ("*Extractive answer (no language model configured): the statements below are quoted verbatim "
                 "from the sources.*")
 NO_ANSWER = "The sources do not answer this question."
+NOTHING_ANSWERS = "Nothing in the sources answers this question; the closest statements are:"
+#: An answer may quote sentences this short; report sections keep the writer's ``min_words``.
+ANSWER_MIN_WORDS = 2
 NO_SOURCES = "The sources do not answer this question: no source was found for it."
 
 
@@ -205,9 +209,9 @@ class ExtractiveWriter:
     model = ""
     extractive = True
 
-    def __init__(self, *, max_statements: int = 5, per_lens: int = 3,
+    def __init__(self, *, max_statements: int = 3, per_lens: int = 3,
                  style: Literal["bullets", "paragraph"] = "bullets", min_words: int = 5, max_words: int = 80,
-                 closeness: Closeness | None = None) -> None:
+                 closeness: Closeness | None = None, cited_only: bool = False) -> None:
         if max_statements < 1:
             raise InvalidParameterError(f"max_statements ({max_statements}) must be at least 1")
         if per_lens < 1:
@@ -224,14 +228,19 @@ class ExtractiveWriter:
         self.max_words = max_words
         #: ``closeness(question, spans) -> cosines``: sentence vectors, when the caller has them.
         self.closeness = closeness
+        #: An answer lists only the sources it quotes, renumbered (ask gives it every retrieved chunk).
+        self.cited_only = cited_only
 
     def _candidates(self, sources: Sequence[Source]) -> list[Candidate]:
         return candidates(sources, min_words=self.min_words, max_words=self.max_words)
 
-    def with_closeness(self, closeness: Closeness) -> ExtractiveWriter:
-        """A copy of this writer that also weighs how close each sentence is to the question."""
+    def with_closeness(self, closeness: Closeness, *, cited_only: bool | None = None) -> ExtractiveWriter:
+        """A copy of this writer that also weighs how close each sentence is to the question
+        (and, given ``cited_only``, lists only the sources an answer quotes)."""
         other = copy.copy(self)
         other.closeness = closeness
+        if cited_only is not None:
+            other.cited_only = cited_only
         return other
 
     def _closeness(self, question: str, pool: Sequence[Candidate]) -> dict[tuple[int, int], float] | None:
@@ -245,20 +254,35 @@ class ExtractiveWriter:
         lines = [statement_line(q) for q in quotes]
         return "\n".join(f"- {line}" for line in lines) if self.style == "bullets" else " ".join(lines)
 
+    def ranked(self, question: str, sources: Sequence[Source]) -> list[Ranked]:
+        """Every candidate sentence of ``sources`` scored for ``question``, best first (what
+        :meth:`answer` quotes from; see :mod:`ragloom.synthesise.answering`)."""
+        pool = candidates(sources, min_words=min(self.min_words, ANSWER_MIN_WORDS), max_words=self.max_words)
+        return rank(question, pool, sources=len(sources), closeness=self._closeness(question, pool))
+
     def answer(self, question: str, sources: Sequence[Source], *, on_text: OnText | None = None) -> Answer:
+        """The sentences that answer ``question`` best (what it asks for, in meaning and words),
+        quoted; when none does, the closest, saying so."""
         check_numbering(sources)
-        pool = self._candidates(sources)
-        wanted = terms(question)
-        close = self._closeness(question, pool)
-        picks = select(pool, wanted, limit=self.max_statements, sources=len(sources), closeness=close)
+        # Short statements answer too ("2 year term", "Target: 300,000 USD").
+        pool = candidates(sources, min_words=min(self.min_words, ANSWER_MIN_WORDS), max_words=self.max_words)
+        picks, answered = answers(question, pool, sources=len(sources), limit=self.max_statements,
+                                  closeness=self._closeness(question, pool))
         parts = [ANSWER_LABEL, ""]
-        if not picks and pool:
-            # Retrieval found these sources for a reason (synonyms, embeddings): show the closest
-            # statements, but say that none names what was asked.
-            picks = select(pool, wanted, limit=min(2, self.max_statements), sources=len(sources),
-                           require_overlap=False, closeness=close)
-            parts.append("The sources do not use the question's own words; the closest statements are:")
-        quotes = tuple(c.quote() for c in picks)
+        if picks and not answered:
+            picks = picks[:2]
+            parts.append(NOTHING_ANSWERS)
+        if self.cited_only and picks:
+            # The sources it quotes, numbered in the order quoted: the others were read, not used.
+            numbers: dict[int, Source] = {}
+            for r in picks:
+                numbers.setdefault(r.candidate.source.number,
+                                   replace(r.candidate.source, number=len(numbers) + 1))
+            sources = list(numbers.values())
+            quotes = tuple(Quote.from_source(numbers[r.candidate.source.number], r.candidate.start, r.candidate.end)
+                           for r in picks)
+        else:
+            quotes = tuple(r.candidate.quote() for r in picks)
         parts.append(self._body(quotes) if quotes else (NO_SOURCES if not sources else NO_ANSWER))
         text = "\n".join(parts) + "\n"
         if on_text is not None:

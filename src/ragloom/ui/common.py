@@ -142,15 +142,14 @@ def fail(exc: Exception) -> None:
 
 
 def lenses_by_authority(eng: Engine, tenant: str) -> list[str]:
-    """The workspace's lenses, those in the authority order first; on an error its line, and the
-    page stops."""
+    """The workspace's lenses by authority (the configured order, then the order they were first
+    ingested); on an error its line, and the page stops."""
     try:
-        present = eng.store.lenses(tenant)
+        return eng.lenses(tenant=tenant)
     except RagloomError as exc:
         fail(exc)
         st.stop()
-    authority = eng.settings.graph.authority
-    return [lens for lens in authority if lens in present] + sorted(present - set(authority))
+        raise  # st.stop() raises; for the type checker
 
 
 # -- background jobs ---------------------------------------------------------------------------
