@@ -72,7 +72,7 @@ def main() -> None:
         engine = Engine(ws, settings=Settings.load(environ={}, overrides={"embedding.cache": False}))
         for folder in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
             assert engine.ingest(folder, lens=folder.name).ok
-        report = engine.generate()
+        report = engine.generate(queries=SEED_QUERIES)
         per_query = statistics.mean(q["after_deduplication"] for q in report.stats["queries"])
         rows, results = [], {}
         for label, made in [("generate", report), ("plain top-20 hybrid", plain_report(engine, 20)),
@@ -87,7 +87,7 @@ def main() -> None:
         timings = {"generate": [], "ask": []}
         for _ in range(args.repeats):
             t0 = time.perf_counter()
-            engine.generate()
+            engine.generate(queries=SEED_QUERIES)
             timings["generate"].append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             engine.ask("When will the QuickBooks catalog integration ship?")

@@ -1,6 +1,6 @@
 """The synthesis on a corpus nobody here wrote: the Rust Leadership Council's repository.
 
-    .venv/bin/python bench/roadmap_eval.py [--workspace DIR] [--split tune|report|all] [--only ask,decisions,...]
+    .venv/bin/python bench/roadmap_eval.py [--workspace DIR] [--split tune|report|all] [--only ask,decisions,report]
 
 The corpus is ``../shared/data/rust-council`` (MIT OR Apache-2.0): policies, procedures,
 committees, roles, guides, reports and 74 dated sync-meeting minutes, each folder ingested under
@@ -17,6 +17,10 @@ a lens of its name (the minutes under ``meetings``). The labels are in ``bench/l
   covering half of the sentence), its precision on the labelled statements (entries that are
   decisions among the entries that are labelled either way), and the share of entries with
   the labelled date.
+
+**report**: ``generate`` with no queries and no model: how many timeline entries come from the
+dated minutes, how many decisions and open questions it lists (and that none names a lens the
+workspace does not have), its themes, and whether its citations check.
 
 The workspace is built once (``--workspace`` keeps it; the default model, embedding cache on).
 """
@@ -144,11 +148,36 @@ def evaluate_decisions(engine: Engine, texts: Texts, labels: Sequence[dict[str, 
     return out
 
 
+def evaluate_report(engine: Engine) -> dict[str, Any]:
+    """``generate`` with no queries, offline: where its timeline, decisions and open questions
+    come from, and its themes."""
+    started = time.perf_counter()
+    report = engine.generate()
+    seconds = time.perf_counter() - started
+    lenses = set(engine.lenses())
+    timeline = list(report.timeline)
+    return {
+        "seconds": round(seconds, 1),
+        "themes": [t.query for t in report.themes],
+        "theme_quotes": sum(len(t.quotes) for t in report.themes),
+        "timeline": len(timeline),
+        "timeline_from_meetings": sum(1 for t in timeline if t.quote.lens == "meetings"),
+        "timeline_said_dated": sum(1 for t in timeline if t.said is not None),
+        "decisions": len(report.decisions),
+        "open_questions": {kind: sum(1 for q in report.open_questions if q.kind == kind)
+                           for kind in sorted({q.kind for q in report.open_questions})},
+        "open_questions_naming_absent_lenses": sum(1 for q in report.open_questions if q.lens and q.lens not in lenses),
+        "contradictions": len(report.contradictions),
+        "citations_ok": report.citations.ok,
+        "sources": len(report.sources),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--split", choices=["tune", "report", "all"], default="all")
-    parser.add_argument("--only", default="ask,decisions")
+    parser.add_argument("--only", default="ask,decisions,report")
     parser.add_argument("--name", default="roadmap_eval")
     args = parser.parse_args()
     engine = workspace(args.workspace)
@@ -175,6 +204,11 @@ def main() -> None:
                                f"{d[part]['negatives_flagged']}/{d[part]['negatives']}",
                                f"{d[part]['precision_on_labelled']:.2f}", f"{d[part]['right_date']:.2f}"]
                               for part in ("tune", "report")]))
+    if "report" in wanted:
+        out["report"] = r = evaluate_report(engine)
+        print(f"report in {r['seconds']} s: themes {r['themes']}; timeline {r['timeline_from_meetings']}/{r['timeline']} "
+              f"from the minutes; {r['decisions']} decisions; open questions {r['open_questions']}; "
+              f"{r['contradictions']} contradictions; citations ok: {r['citations_ok']}")
     path = save(args.name, out)
     print(f"saved {path}")
 

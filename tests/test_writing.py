@@ -44,11 +44,13 @@ def document_text(engine: Engine, document_id: str) -> str:
 
 def test_the_offline_report_hears_every_lens_and_cites_validly(sample: Engine, report: Report) -> None:
     assert report.extractive and report.to_markdown().startswith("*Extractive report")
+    # the seed's six queries, and before them a section per theme, named by the workspace's own words
     assert [s.query for s in report.sections] == list(SEED_QUERIES)
-    heard = {lens for s in report.sections for lens in s.lenses_heard}
+    assert 2 <= len(report.themes) <= 6 and not {t.query for t in report.themes} & set(SEED_QUERIES)
+    heard = {lens for s in (*report.themes, *report.sections) for lens in s.lenses_heard}
     assert heard == sample.store.lenses("default")
     assert report.citations.ok and not report.citations.invalid and not report.citations.uncited_sentences
-    for section in report.sections:
+    for section in (*report.themes, *report.sections):
         assert section.citations.ok
         numbers = {s.number for s in section.sources}
         assert {q.number for q in section.quotes} <= numbers
@@ -56,8 +58,10 @@ def test_the_offline_report_hears_every_lens_and_cites_validly(sample: Engine, r
 
 def test_every_quote_is_verbatim_at_its_offsets(sample: Engine, report: Report) -> None:
     by_number = {s.number: s for s in report.sources}
-    quotes = [q for s in report.sections for q in s.quotes]
+    quotes = [q for s in (*report.themes, *report.sections) for q in s.quotes]
     quotes += [q for c in report.contradictions for q in (c.first, c.second)]
+    quotes += [t.quote for t in report.timeline] + [d.quote for d in report.decisions]
+    quotes += [q.quote for q in report.open_questions if q.quote is not None]
     assert len(quotes) > 20
     for q in quotes:
         source = by_number[q.number]
@@ -85,7 +89,7 @@ def test_the_report_is_saved_as_markdown_and_json(sample: Engine, report: Report
     assert report.to_dict()["saved"] == [str(p) for p in report.saved] and "saved" not in data
     assert {"sections", "timeline", "contradictions", "open_questions", "sources", "stats", "citations"} <= data.keys()
     stats = data["stats"]
-    assert len(stats["queries"]) == 6 and {"balanced", "graph_expanded", "in_context", "tokens"} <= \
+    assert len(stats["queries"]) == len(report.themes) + 6 and len(stats["themes"]) == len(report.themes) and {"balanced", "graph_expanded", "in_context", "tokens"} <= \
         stats["queries"][0].keys()
     assert any(q["graph_expanded"] > 0 for q in stats["queries"])
     timeline = [entry["sort_key"] for entry in data["timeline"]]
@@ -94,7 +98,7 @@ def test_the_report_is_saved_as_markdown_and_json(sample: Engine, report: Report
 
 def test_sections_do_not_repeat_each_others_chunks(report: Report) -> None:
     seen: dict[str, str] = {}
-    for section in report.sections:
+    for section in (*report.themes, *report.sections):
         for source in section.sources:
             assert seen.setdefault(source.chunk_id, section.query) == section.query
 
@@ -148,7 +152,7 @@ def test_cli_ask_and_generate_write_valid_json(cli_ws: Path, tmp_path: Path) -> 
     result = cli("generate", "--json", "--out", str(tmp_path / "r.md"), ws=cli_ws)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert len(data["sections"]) == 6 and data["citations"]["ok"]
+    assert data["themes"] and len(data["sections"]) == 6 and data["citations"]["ok"]
     assert (tmp_path / "r.md").is_file()
 
 
@@ -214,8 +218,10 @@ def test_a_model_report_streams_through_the_cli(cli_ws: Path, llm_server: FakeLL
     result = cli("generate", "--queries", str(write_queries(cli_ws.parent)), "--stream", ws=cli_ws,
                  env=llm_env(llm_server, "openai"))
     assert result.exit_code == 0, result.output
-    assert result.stdout.count("The sources say the catalog ships in Q3 2025 [1].") == 2
-    assert len(llm_server.requests) == 2 and all(r.body.get("stream") for r in llm_server.requests)
+    # one streamed section per theme of the workspace and per query
+    written = result.stdout.count("The sources say the catalog ships in Q3 2025 [1].")
+    assert written == len(llm_server.requests) >= 3 and all(r.body.get("stream") for r in llm_server.requests)
+    assert "## catalog integration timeline" in result.stdout and "## engineering capacity" in result.stdout
 
 
 def write_queries(folder: Path) -> Path:

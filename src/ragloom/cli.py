@@ -860,7 +860,7 @@ def decisions(
         when = d.date.isoformat() if d.date else "undated"
         where = _display_path(d.source_path) + (f" › {d.section}" if d.section else "")
         console.print(f"[bold]{when}[/] [magenta]{escape(d.lens)}[/] [dim]{d.kind} · {escape(where)}[/]")
-        console.print(f"   “{escape(d.text)}”")
+        console.print(f"   “{escape(d.flat)}”")
 
 
 @app.command("eval")

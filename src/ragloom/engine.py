@@ -62,7 +62,7 @@ class Engine:
         self.queries = QueryService(self.components)
         self.graphs = GraphMaintainer(self.components)
         self.insights = Insights(self.components, self.queries)
-        self.writing = Writing(self.components, self.queries, self.insights)
+        self.writing = Writing(self.components, self.queries, self.insights, self.graphs.view)
         self._warned: set[str] = set()
 
     # -- components ----------------------------------------------------------------------------
@@ -94,8 +94,7 @@ class Engine:
         return self.components.warnings()
 
     def _warn(self) -> list[str]:
-        """The current warnings; each is also raised once per engine as a Python warning (the
-        command line silences those and prints each once itself)."""
+        """The current warnings, each raised once per engine as a Python warning (the CLI prints them)."""
         found = self.warnings
         for w in found:
             if w not in self._warned:
@@ -126,8 +125,7 @@ class Engine:
     def chunk_file(self, path: str | Path, *, strategy: str | None = None,
                    lens: str = "default") -> tuple[Document, list[Chunk]]:
         """Load and chunk one file without touching the store."""
-        document = self.load(path, lens=lens)
-        return document, self.chunk_document(document, strategy=strategy)
+        return (document := self.load(path, lens=lens)), self.chunk_document(document, strategy=strategy)
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -172,12 +170,11 @@ class Engine:
 
     def clear(self, *, lens: str | None = None, tenant: str | None = None) -> int:
         """Delete the tenant's documents (of one lens, if given) with all their versions."""
-        store = self.store
         tenant = self.components.tenant(tenant)
-        removed = store.clear(tenant, lens=lens)
+        removed = self.store.clear(tenant, lens=lens)
         if lens is not None and not removed:  # a misspelt lens removed nothing: say so, naming the lenses
             self.components.check_lenses(tenant, [lens])
-        if lens is None and not store.documents_any():
+        if lens is None and not self.store.documents_any():
             self.workspace.forget()
         return removed
 
@@ -264,8 +261,7 @@ class Engine:
             tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
             k: int | None = None, writer: Writer | None = None, on_text: Callable[[str], None] | None = None,
             **options: Any) -> AskResult:  # noqa: ANN401
-        """A written answer citing its sources as [n], every citation checked; the offline
-        extractive writer unless ``[llm]`` names a model. ``on_text`` receives it as it is written."""
+        """An answer citing its sources as [n], citations checked; ``on_text`` receives it as written."""
         return self.writing.ask(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of, budget=budget, k=k,
                                 writer=writer, on_text=on_text, **options)
 
@@ -275,8 +271,7 @@ class Engine:
                  budget: int | None = None, writer: Writer | None = None, out: str | Path | None = None,
                  progress: Callable[[str, int, int], None] | None = None,
                  on_text: Callable[[str], None] | None = None) -> Report:
-        """The multi-lens synthesis report (seed 000's six queries unless given), saved as Markdown
-        and JSON under the workspace's ``reports/`` and at ``out``; see :mod:`ragloom.writing`."""
+        """The synthesis report, saved under ``reports/`` and at ``out``; see :mod:`ragloom.writing`."""
         return self.writing.generate(context=context, queries=queries, title=title or DEFAULT_TITLE, tenant=tenant,
                                      lenses=lenses, as_of=as_of, budget=budget, writer=writer, out=out,
                                      progress=progress, on_text=on_text)
@@ -288,15 +283,9 @@ class Engine:
         tenant = self.components.tenant(tenant)
         manifest = self.workspace.manifest() or {}
         signature = manifest.get("signature") or {}
-        return {
-            "workspace": str(self.workspace),
-            "tenant": tenant,
-            **self.store.stats(tenant),
-            "embedder": manifest.get("embedder"),
-            "embedded_text": signature.get("embedding", {}).get("embed_text"),
-            "chunking": signature.get("chunking"),
-            "warnings": self._warn(),
-        }
+        return {"workspace": str(self.workspace), "tenant": tenant, **self.store.stats(tenant),
+                "embedder": manifest.get("embedder"), "embedded_text": signature.get("embedding", {}).get("embed_text"),
+                "chunking": signature.get("chunking"), "warnings": self._warn()}
 
     @one_commit
     def history(self, path: str | Path, *, tenant: str | None = None) -> list[dict[str, Any]]:

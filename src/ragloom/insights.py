@@ -1,6 +1,6 @@
 """What a workspace can tell about itself: contradictions between lenses, the decisions it
-records, back-references through entities, the entities mentioned, and the quality of its
-chunks."""
+records, its dated events, the questions it leaves open, back-references through entities, the
+entities mentioned, and the quality of its chunks."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction, detect_contradictions, sentences_with_claims
 from ragloom.analyse.decisions import DECISION_WORDS, Decision, find_decisions
+from ragloom.analyse.events import EVENT_WORDS, Event, find_events
+from ragloom.analyse.questions import OpenItem, open_items
 from ragloom.checks import check_count, shown
+from ragloom.embed.base import normalize_rows
 from ragloom.enrich.backrefs import BackReference, back_references
 from ragloom.errors import InvalidParameterError, UnknownChunkError
 from ragloom.graph.build import posting_cap
@@ -25,6 +28,14 @@ from ragloom.store.filters import sql_str
 if TYPE_CHECKING:
     from ragloom.components import Components
     from ragloom.query.service import QueryService
+
+
+_SENTENCE_COLUMNS = ["document_id", "source_path", "lens", "start_char", "end_char", "text", "document_date",
+                     "section_path"]
+
+
+#: A key term is a subject lenses can disagree on when chunks of this many lenses hold it.
+SHARED_BY_LENSES = 2
 
 
 class Insights:
@@ -58,7 +69,9 @@ class Insights:
         aliases = {m["text"].lower(): m["canonical"].lower() for m in mentions
                    if m["text"].lower() != m["canonical"].lower()}
         # The documents' texts show which sentences sit in code and literal blocks.
+        shared = self.shared_terms(tenant)
         claims = sentences_with_claims(sentences, chunks, generic=self.generic_terms(tenant), aliases=aliases,
+                                       vocabulary=shared,
                                        texts=store.document_texts(tenant, documents),
                                        entities={m["canonical"].lower() for m in mentions
                                                  if m["source"] in ("gazetteer", "model")})
@@ -138,6 +151,22 @@ class Insights:
         common: set[str] = self.c.store.memo(("generic terms", tenant), count)
         return common | set(self.c.settings.graph.domain_terms)
 
+    def shared_terms(self, tenant: str) -> set[str]:
+        """Key terms that chunks of several lenses hold: the workspace's own vocabulary of the
+        subjects its lenses can disagree on (what ``graph.domain_terms`` adds to by hand)."""
+        def count() -> set[str]:
+            table = self.c.store.current_columns(tenant, ["key_terms", "lens"])
+            if table is None:
+                return set()
+            lenses: dict[str, set[str]] = {}
+            for terms, lens in zip(table["key_terms"].to_pylist(), table["lens"].to_pylist(), strict=True):
+                for t in terms or ():
+                    lenses.setdefault(t, set()).add(lens)
+            return {t for t, seen in lenses.items() if len(seen) >= SHARED_BY_LENSES}
+
+        shared: set[str] = self.c.store.memo(("shared terms", tenant), count)
+        return shared
+
     def decisions(self, *, since: date | str | None = None, tenant: str | None = None,
                   lenses: Sequence[str] | None = None, limit: int | None = None) -> list[Decision]:
         """Decisions, votes, approvals and commitments recorded in the tenant's current
@@ -147,11 +176,40 @@ class Insights:
         self.c.check_lenses(tenant, lenses)
         day = parse_day(since, "since")
         # Only sentences that could record one are read: a regular expression in the query.
-        rows = self.c.store.chunks(tenant, table="sentences", lenses=lenses,
-                                   where=[f"regexp_like(text, {sql_str(DECISION_WORDS)})"], columns=["document_id", "source_path", "lens", "start_char", "end_char", "text",
-                                            "document_date", "section_path"])
+        rows = self._sentences(tenant, lenses, f"regexp_like(text, {sql_str(DECISION_WORDS)})")
         found = find_decisions(rows, since=day)
         return found if limit is None else found[:limit]
+
+    def _sentences(self, tenant: str, lenses: Sequence[str] | None, *where: str,
+                   with_vectors: bool = False) -> list[dict[str, Any]]:
+        return self.c.store.chunks(tenant, table="sentences", lenses=lenses, where=list(where), with_vectors=with_vectors,
+                                   columns=None if with_vectors else _SENTENCE_COLUMNS)
+
+    def events(self, *, tenant: str | None = None, lenses: Sequence[str] | None = None,
+               limit: int | None = 40) -> list[Event]:
+        """What the dated documents say happens on a day or in a month, quarter or half, the
+        ``limit`` best in the order of the periods they name (see :mod:`ragloom.analyse.events`)."""
+        check_count("limit", limit, "how many events to list (None: all)")
+        tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, lenses)
+        rows = self._sentences(tenant, lenses, "document_date IS NOT NULL",
+                               f"regexp_like(text, {sql_str(EVENT_WORDS)})")
+        texts = self.c.store.document_texts(tenant, {r["document_id"] for r in rows})
+        return find_events(rows, texts=texts, limit=limit)
+
+    def open_items(self, *, tenant: str | None = None, lenses: Sequence[str] | None = None,
+                   limit: int = 10) -> list[OpenItem]:
+        """Questions the dated documents ask that no later one answers, and action items
+        nobody owns, newest first (see :mod:`ragloom.analyse.questions`)."""
+        check_count("limit", limit, "how many open questions and unowned actions to list")
+        tenant = self.c.tenant(tenant)
+        self.c.check_lenses(tenant, lenses)
+        rows = self._sentences(tenant, lenses, "document_date IS NOT NULL", with_vectors=True)
+        if not rows:
+            return []
+        vectors = normalize_rows(np.asarray([r["vector"] for r in rows], dtype=np.float32))
+        decided = [(d.document_id, d.start) for d in self.decisions(tenant=tenant, lenses=lenses)]
+        return open_items(rows, vectors, decided=decided, limit=limit)
 
     def quality(self, *, tenant: str | None = None, lens: str | None = None, worst: int = 10) -> dict[str, Any]:
         """The distribution of chunk quality scores and the worst chunks with their issues."""

@@ -3,16 +3,20 @@ synthesis report of seed 000 (``generate``).
 
 ``generate``, step by step:
 
-1. the queries: the seed's six (product strategy and vision, roadmap priorities and timeline,
-   technical architecture and dependencies, customer needs and outcomes, resource constraints
-   and trade-offs, risks and concerns), or the user's, plus the user's context as one more;
-2. for each, balanced retrieval across lenses, then graph expansion from its best results;
-   a chunk found by several queries goes to the one that ranked it best;
-3. the contradictions among all the chunks chosen;
-4. for each query, the optimised context grouped by lens in the authority order; the
+1. the sections: the workspace's themes (communities of its context graph, named by their own
+   terms; :mod:`ragloom.graph.themes`), then the queries: the seed's six (product strategy and
+   vision, roadmap priorities and timeline, technical architecture and dependencies, customer
+   needs and outcomes, resource constraints and trade-offs, risks and concerns), or the
+   user's, plus the user's context as one more;
+2. for each, balanced retrieval across lenses, then graph expansion from its best results (a
+   theme keeps to its own chunks); a chunk found by several goes to the one that ranked it best;
+3. the contradictions among all the chunks chosen; the decisions log, the dated events and
+   the open questions of the current documents (:mod:`ragloom.analyse`);
+4. for each section, the optimised context grouped by lens in the authority order; the
    contradictions are told to the writer as warnings that quote both statements;
-5. the writer's sections, a timeline, the contradictions with both sides, the open questions
-   and the numbered sources, as Markdown and JSON in the workspace's ``reports/``.
+5. the decisions, the timeline of events, the writer's sections, the contradictions and
+   supersessions with both sides, the open questions and the numbered sources, as Markdown
+   and JSON in the workspace's ``reports/``.
 
 The code numbers the sources, never the model, and every citation is checked after writing.
 """
@@ -32,14 +36,17 @@ import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.errors import ConfigError, InvalidParameterError
+from ragloom.graph.themes import Theme, find_themes
 from ragloom.retrieve.base import unit
 from ragloom.retrieve.window import sentence_index
 from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
+from ragloom.synthesise.report import SectionInput
 from ragloom.synthesise.writers import ExtractiveWriter, writer_from_settings
 from ragloom.types import ScoredChunk
 
 if TYPE_CHECKING:
     from ragloom.components import Components
+    from ragloom.graph.view import ContextGraph
     from ragloom.insights import Insights
     from ragloom.query import QueryResult, QueryService
 
@@ -53,6 +60,12 @@ SEED_QUERIES = (
     "risks and concerns",
 )
 DEFAULT_TITLE = "Master roadmap: what every lens says"
+#: A report's themes (its sections when no query is given), decisions and timeline events, at most.
+MAX_THEMES, MAX_DECISIONS, MAX_EVENTS = 6, 15, 30
+#: A report lists decisions that say what was decided ("No objections." alone does not).
+MIN_DECISION_WORDS = 5
+#: A theme's section keeps to the theme's own chunks when retrieval found at least this many.
+MIN_THEME_SOURCES = 3
 Progress = Callable[[str, int, int], None]  # (what, done, total)
 OnText = Callable[[str], None]
 
@@ -109,10 +122,13 @@ def read_queries(path: str | Path) -> list[str]:
 class Writing:
     """Answers and reports for one engine (see the module docstring)."""
 
-    def __init__(self, components: Components, queries: QueryService, insights: Insights) -> None:
+    def __init__(self, components: Components, queries: QueryService, insights: Insights,
+                 graph: Callable[[str], ContextGraph] | None = None) -> None:
         self.c = components
         self.queries = queries
         self.insights = insights
+        #: The tenant's context graph (its themes name a report's sections when no query is given).
+        self.graph = graph
 
     def writer(self, *, model: str | None = None, strongest: bool = False) -> Writer:
         """The configured writer (``[llm]``): a model's, or the offline extractive one."""
@@ -185,21 +201,28 @@ class Writing:
         started = time.perf_counter()
         self.queries.check_budget(budget)  # before the retrieval it would otherwise follow
         writer = self._for(writer, tenant, as_of)
+        tenant = self.c.tenant(tenant)
+        themes = self._themes(tenant, lenses)
         asked = list(queries) if queries else list(SEED_QUERIES)
         context = context or ""  # None, as from an API caller with no focus, is no context
         if context.strip():
             asked.append(" ".join(context.split()))
-        tenant = self.c.tenant(tenant)
         timings: dict[str, float] = {}
 
         t0 = time.perf_counter()
         found = []
-        for i, query in enumerate(asked):
+        topics = [t.label for t in themes] + asked
+        for i, query in enumerate(topics):
             if progress is not None:
-                progress(f"retrieving: {query}", i, len(asked))
-            found.append(self._retrieve(query, tenant=tenant, lenses=lenses, as_of=as_of))
+                progress(f"retrieving: {query}", i, len(topics))
+            retrieved = self._retrieve(query, tenant=tenant, lenses=lenses, as_of=as_of)
+            if i < len(themes):  # a theme's section quotes the theme's own chunks where retrieval found them
+                members = set(themes[i].chunk_ids)
+                inside = [c for c in retrieved.candidates if c.chunk_id in members]
+                retrieved.candidates = inside if len(inside) >= MIN_THEME_SOURCES else retrieved.candidates
+            found.append(retrieved)
         if progress is not None:
-            progress("retrieving: done", len(asked), len(asked))
+            progress("retrieving: done", len(topics), len(topics))
         _assign(found)
         timings["retrieve"] = time.perf_counter() - t0
 
@@ -217,19 +240,36 @@ class Writing:
         timings["optimise"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
+        # What the documents record (current documents only: an as-of report has none of it).
+        decisions = [] if as_of else [d for d in self.insights.decisions(tenant=tenant, lenses=lenses)
+                                      if len(d.flat.split()) >= MIN_DECISION_WORDS][:MAX_DECISIONS]
+        events = [] if as_of else self.insights.events(tenant=tenant, lenses=lenses, limit=MAX_EVENTS)
+        still_open = [] if as_of else self.insights.open_items(tenant=tenant, lenses=lenses)
+        timings["decisions_events"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        theme_inputs = [SectionInput(q, srcs) for q, srcs in per_query[:len(themes)]]
         report = build_report(
-            title, per_query, contradictions, sources, order, writer, context=context, source_numbers=numbers,
-            writer_context=_writer_context(context, contradictions),
+            title, per_query[len(themes):], contradictions, sources, order, writer, context=context,
+            source_numbers=numbers, writer_context=_writer_context(context, contradictions),
             on_progress=(lambda done, total, query: progress(f"writing: {query}" if query else "assembling",
                                                              done, total)) if progress is not None else None,
-            on_text=on_text,
+            on_text=on_text, themes=theme_inputs, decisions=decisions, events=events, open_items=still_open,
             stats={"queries": [self._query_stats(f, ctx) for f, (_, ctx) in zip(found, optimised, strict=True)],
-                   "contradictions_found": len(contradictions), "tenant": tenant,
+                   "themes": [t.to_dict() for t in themes], "decisions_found": len(decisions),
+                   "events_found": len(events), "contradictions_found": len(contradictions), "tenant": tenant,
                    "as_of": str(as_of) if as_of else None, "embedder": self.c.embedder_name},
         )
         timings["write"] = time.perf_counter() - t0
         report = _with_timings(report, timings, time.perf_counter() - started)
         return replace(report, saved=tuple(self.save(report, out)))
+
+    def _themes(self, tenant: str, lenses: Sequence[str] | None) -> list[Theme]:
+        """The workspace's themes (none without a graph, or when only some lenses are asked
+        for: a theme spans the whole workspace)."""
+        if self.graph is None or not self.c.settings.graph.enabled or lenses:
+            return []
+        return find_themes(self.graph(tenant), limit=MAX_THEMES)
 
     def _retrieve(self, query: str, *, tenant: str, lenses: Sequence[str] | None,
                   as_of: datetime | str | None) -> _Found:

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import shutil
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +23,17 @@ LABELS = ROOT / "bench" / "labels" / "contradictions.jsonl"
 Row = tuple[str, str, list[str]]
 
 
-def claims(*statements: Row, texts: dict[str, str] | None = None, entities: tuple[str, ...] = ()) -> list[Any]:
-    """One chunk and one sentence per statement: (lens, text, key terms)."""
+def claims(*statements: Row, texts: dict[str, str] | None = None, entities: tuple[str, ...] = (),
+           dates: tuple[date | None, ...] = ()) -> list[Any]:
+    """One chunk and one sentence per statement: (lens, text, key terms), dated by ``dates``."""
     chunks, sentences = [], []
     for i, (lens, text, terms) in enumerate(statements):
         doc = f"d{i}"
         chunks.append({"chunk_id": f"c{i}", "document_id": doc, "lens": lens, "start_char": 0,
                        "end_char": len(text), "key_terms": terms})
         sentences.append({"document_id": doc, "lens": lens, "source_path": f"/{doc}.md", "section_path": "S",
-                          "start_char": 0, "end_char": len(text), "text": text, "document_date": None})
+                          "start_char": 0, "end_char": len(text), "text": text,
+                          "document_date": dates[i] if i < len(dates) else None})
     generic = set(sample_settings().graph.domain_terms)  # the sample materials' vocabulary
     return sentences_with_claims(sentences, chunks, generic=generic, texts=texts, entities=entities)
 
@@ -51,6 +54,23 @@ def test_same_initiative_different_quarters() -> None:
                                                         "Q2 2025 vs not before Q3 2025")
     assert c.statements[0].lens == "team-structured"  # the more authoritative lens first, its side first
     assert c.statements[1].text.startswith("The catalog integration")
+
+
+def test_one_lens_over_time_is_a_supersession_not_a_conflict() -> None:
+    """Within one lens, a later statement that disagrees with an earlier one replaces it: the
+    minutes of January plan Q2, those of March move it to Q3."""
+    rows = (("meetings", "We will ship the catalog integration in Q2 2025.", ["catalog", "integration"]),
+            ("meetings", "The catalog integration moves to Q3 2025.", ["catalog", "integration"]))
+    (c,) = detect_contradictions(claims(*rows, dates=(date(2025, 3, 18), date(2025, 1, 10))), authority=AUTHORITY)
+    assert (c.kind, c.type) == ("date", "superseded")
+    assert [s.document_date for s in c.statements] == [date(2025, 1, 10), date(2025, 3, 18)]  # earlier first
+    assert "2025-01-10" in c.note and "2025-03-18" in c.note and "supersedes" in c.note
+    # Undated, or on one day, one lens is not compared with itself; and amounts over time are not.
+    assert detect_contradictions(claims(*rows), authority=AUTHORITY) == []
+    assert detect_contradictions(claims(*rows, dates=(date(2025, 1, 10),) * 2), authority=AUTHORITY) == []
+    spent = (("meetings", "The travel grant budget is $100,000.", ["travel grant"]),
+             ("meetings", "The travel grant budget is $7,000.", ["travel grant"]))
+    assert detect_contradictions(claims(*spent, dates=(date(2025, 1, 10), date(2025, 3, 18))), authority=AUTHORITY) == []
 
 
 @pytest.mark.parametrize(

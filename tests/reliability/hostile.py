@@ -314,10 +314,19 @@ def make_corpus(folder: str | Path, *, big: bool = True) -> list[Case]:
 
 
 def peak_mb() -> tuple[float, float]:
-    """Peak resident memory (MiB) of this process and of its largest child (the converter)."""
+    """Peak resident memory (MiB) of this process and of its largest child (the converter).
+
+    This process's own peak is its memory's high-water mark (``VmHWM``): ``ru_maxrss`` keeps
+    the peak of the process that started it (Linux carries it across ``exec``), so under a
+    pytest process of 2 GB it read 2 GB before the first case ran."""
     from ragloom.load.worker import peak_rss_mb
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, peak_rss_mb()
+    try:
+        status = Path("/proc/self/status").read_text(encoding="utf-8")
+        own = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration, ValueError, IndexError):
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return own, peak_rss_mb()
 
 
 def open_handles() -> tuple[int, int]:
@@ -357,6 +366,7 @@ def run(*, big: bool = True, folder: Path | None = None, only: set[str] | None =
                         "failed": [m for _, m in report.failed],
                         "documents": report.documents, "chunks": report.chunks_written,
                         "peak_mb": round(peak_mb()[0])}
+        print(f"{case.name}: {seconds:.1f} s", file=sys.stderr, flush=True)
     t0 = time.perf_counter()
     # The folder, a file inside it named again, a link to that file, and an unsupported file.
     batch = engine.ingest([corpus, corpus / "good.md", corpus / "alias.md", corpus / "unsupported.xyz"],

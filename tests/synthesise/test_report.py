@@ -73,7 +73,7 @@ def test_markdown_has_the_label_and_every_section(report: Report) -> None:
     assert "> We are a 40-person field-service software company.\n> Be candid." in md
     for query in QUERIES:
         assert f"## {query}\n" in md
-    for heading in ("Timeline", "Contradictions", "Open questions", "Sources", "Statistics"):
+    for heading in ("Timeline", "Contradictions and supersessions", "Open questions", "Sources", "Statistics"):
         assert f"\n## {heading}\n" in md
     assert "## Citation check" not in md  # the extractive report cites validly throughout
 
@@ -115,7 +115,7 @@ def test_timeline_is_chronological_and_dated_by_the_documents(report: Report) ->
 
 def test_contradictions_quote_both_sides(report: Report) -> None:
     assert report.contradictions
-    block = section_of(report.to_markdown(), "Contradictions")
+    block = section_of(report.to_markdown(), "Contradictions and supersessions")
     for x in report.contradictions:
         assert x.first.lens != x.second.lens
         for side in (x.first, x.second):

@@ -115,8 +115,12 @@ def test_extractive_section_speaks_for_every_lens_in_authority_order() -> None:
 def test_extractive_section_puts_unlisted_lenses_last() -> None:
     sources = corpus().sources
     section = ExtractiveWriter(per_lens=1).section("pricing", sources, lenses=["engineering", "your-voice"])
-    assert section.lenses_heard[:2] == ("engineering", "your-voice")
-    assert set(section.lenses_heard) == {s.lens for s in sources}
+    listed = [lens for lens in section.lenses_heard if lens in ("engineering", "your-voice")]
+    assert section.lenses_heard[: len(listed)] == tuple(listed) and len(section.lenses_heard) > len(listed)
+    # a lens is heard only where one of its sentences names the query's words: no off-topic padding
+    for quote in section.quotes:
+        assert "pric" in quote.text.lower()
+    assert set(section.lenses_heard) < {s.lens for s in sources}
 
 
 def test_paragraph_style_and_streaming_callback() -> None:

@@ -239,6 +239,10 @@ def test_the_whole_flow_in_a_browser(server: tuple[str, Path]) -> None:
         expect(page.get_by_text("contradictions, most certain").first).to_be_visible()
         screenshot(page, "contradictions")
 
+        go(page, "Decisions")
+        expect(page.get_by_text("newest first.").first).to_be_visible()
+        screenshot(page, "decisions")
+
         # -- Report: written in the background; still there after leaving the page -------------
         go(page, "Report")
         page.get_by_role("button", name="Generate").click()

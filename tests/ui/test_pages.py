@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ragloom.ui.helpers import format_when, marked_spans
+from ragloom.ui.helpers import format_when, marked_spans, md_escape
 from tests.ui.conftest import MATERIALS, fast_engine, open_page, run_until, texts
 
 QUESTION = "When will the QuickBooks catalog integration ship?"
@@ -260,6 +260,24 @@ def test_contradictions_are_shown_side_by_side_and_filtered(app: AppTest, worksp
     assert len(titles) == len(about)
     for c in about:
         assert "engineering" in {s.lens for s in c.statements}
+
+
+# -- decisions ---------------------------------------------------------------------------------
+
+
+def test_decisions_are_listed_newest_first_and_filtered(app: AppTest, workspace: Path) -> None:
+    engine = fast_engine(workspace)
+    everything = engine.decisions()
+    assert everything
+    at = open_page(app, "decisions")
+    assert any(f"{len(everything)} decision" in c.value for c in at.caption)
+    page = "\n".join(texts(at))
+    for d in everything:
+        assert f"characters {d.start:,}–{d.end:,}" in page and f"> {md_escape(d.flat)}" in page
+    newest = max(d.date for d in everything if d.date)
+    at.date_input(key="decisions-since").set_value(newest)
+    at.button(key="decisions-go").click().run()
+    assert any(f"{len(engine.decisions(since=newest))} decision" in c.value for c in at.caption)
 
 
 # -- report ------------------------------------------------------------------------------------

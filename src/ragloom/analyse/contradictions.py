@@ -184,6 +184,8 @@ class Statement:
     start: int
     end: int
     text: str
+    #: The document's own date (a meeting's), when it has one.
+    document_date: date | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +201,11 @@ class Contradiction:
     score: float
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        for statement in data["statements"]:
+            day = statement.get("document_date")
+            statement["document_date"] = day.isoformat() if isinstance(day, date) else None
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,8 +479,8 @@ def comparable(a: Quantity, b: Quantity) -> bool:
 @lru_cache(maxsize=4096)
 def _whole_word(term: str) -> re.Pattern[str]:
     """``term`` where no word character touches it on either side (its words may be broken
-    across lines)."""
-    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, term.split())) + r"(?!\w)")
+    across lines, its last may be plural: a key term is kept singular, "travel grant")."""
+    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, term.split())) + r"(?:e?s)?(?!\w)")
 
 
 def _positions(text: str, terms: Sequence[str]) -> dict[str, list[int]]:
@@ -613,13 +619,28 @@ def _assign(text: str, periods: Sequence[TimeRef], where: Mapping[str, list[int]
 
 
 def _capitalised(term: str, text: str) -> bool:
-    """Whether ``text`` writes the one-word ``term`` with a capital (a name: "Fieldline")."""
-    return any(m.group(0)[:1].isupper() for m in re.finditer(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE))
+    """Whether ``text`` writes the one-word ``term`` with a capital (a name: "Fieldline"),
+    or does not name it at all (then it is no subject anyway)."""
+    found = [m.group(0) for m in re.finditer(rf"(?<!\w){re.escape(term)}(?:e?s)?(?!\w)", text, re.IGNORECASE)]
+    return not found or any(word[:1].isupper() for word in found)
+
+
+_TOKEN = re.compile(r"[a-z0-9](?:[a-z0-9.'-]*[a-z0-9])?")
+
+
+def _named(text: str, vocabulary: Collection[str]) -> set[str]:
+    """The one-word terms of ``vocabulary`` that ``text`` names (plurals too); a phrase is a
+    subject already where its chunk holds it, and elsewhere it would outrank what the sentence
+    is about."""
+    words = [w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith(("ss", "us", "is")) else w
+             for w in _TOKEN.findall(text.lower())]
+    return {w for w in words if w in vocabulary}
 
 
 def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequence[Mapping[str, Any]],
                           generic: set[str], aliases: Mapping[str, str] | None = None,
-                          texts: Mapping[str, str] | None = None, entities: Collection[str] = ()) -> list[_Sentence]:
+                          texts: Mapping[str, str] | None = None, entities: Collection[str] = (),
+                          vocabulary: Collection[str] = ()) -> list[_Sentence]:
     """Claims of every sentence row, given the chunk rows of the same documents.
 
     ``aliases`` maps lower-cased alias to lower-cased canonical name (``cpq`` to
@@ -627,7 +648,8 @@ def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequen
     ``texts`` (document id to text), when given, marks the sentences inside code and literal
     blocks, which a sentence alone does not show. ``entities`` (lower-cased canonical names of
     trusted entities: a gazetteer's, a model's) name one thing even as a single word
-    ("Fieldline").
+    ("Fieldline"). ``vocabulary`` (terms that chunks of several lenses hold) are subjects
+    in a sentence that names none of its chunk's key terms.
     """
     strong = set(entities)
     by_canonical: dict[str, list[str]] = defaultdict(list)
@@ -648,17 +670,20 @@ def sentences_with_claims(sentences: Sequence[Mapping[str, Any]], chunks: Sequen
         # A subject is a name, an entity, a phrase or a domain term: a common word the chunk
         # repeats ("year", "program") is a topic of the graph, not a thing a claim is about.
         terms = [t for t in home.get("key_terms") or () if " " in t or t in strong or t in generic
-                 or re.search(rf"(?<!\w){re.escape(t)}(?!\w)", s["text"], re.IGNORECASE | re.ASCII) is None
                  or _capitalised(t, s["text"])]
         where = _positions(text, terms + [a for t in terms for a in by_canonical.get(t, ())])
+        if not where and vocabulary:  # its chunk's terms name nothing here: the workspace's shared ones may
+            terms = sorted(_named(text, vocabulary))
+            where = _positions(text, terms)
         for alias, canonical in (aliases or {}).items():
             if alias in where and canonical in terms:
                 where.setdefault(canonical, []).extend(where.pop(alias))
         if not where:
             continue
         subjects = set(where)
+        day = s.get("document_date")
         statement = Statement(home["chunk_id"], s["document_id"], s["lens"], s["source_path"],
-                              s.get("section_path") or "", start, end, s["text"])
+                              s.get("section_path") or "", start, end, s["text"], day if isinstance(day, date) else None)
         item = _Sentence(statement, subjects, {t for t in subjects if t not in generic or " " in t})
         specific = {t: p for t, p in where.items() if t in item.specific}
         reference = s.get("document_date")
@@ -760,9 +785,22 @@ def _topic(key: str) -> str:
     return f"{subject} ({unit})"
 
 
+SUPERSEDED = "superseded"
+
+
+def _superseding(a: Statement, b: Statement) -> bool:
+    """Whether ``a`` and ``b`` are one lens saying one thing, then another, on different days:
+    the later supersedes the earlier (a plan moved, a proposal then the vote the other way).
+    Only dates and stances: the amounts one lens gives over time (spent, budgeted, left) are
+    too often different measures of one thing."""
+    return a.lens == b.lens and a.document_date is not None and b.document_date is not None \
+        and a.document_date != b.document_date
+
+
 def detect_contradictions(sentences: Sequence[_Sentence], *, authority: Sequence[str], limit: int | None = None,
                           topic: str | None = None) -> list[Contradiction]:
-    """Conflicts between sentences of different lenses, best first."""
+    """Conflicts between sentences of different lenses, and within a lens over time (a later
+    statement superseding an earlier one, type ``superseded``), best first."""
     index: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(sentences):
         for key in set(_keys(s)):
@@ -777,19 +815,29 @@ def detect_contradictions(sentences: Sequence[_Sentence], *, authority: Sequence
         for x, i in enumerate(members):
             for j in members[x + 1 :]:
                 a, b = sentences[i], sentences[j]
-                if a.statement.lens == b.statement.lens or a.statement.document_id == b.statement.document_id:
+                if a.statement.document_id == b.statement.document_id or (
+                        a.statement.lens == b.statement.lens and not _superseding(a.statement, b.statement)):
                     continue
                 for kind, side_a, side_b, about, certainty in _compare(a, b, key):
+                    if kind == "number" and a.statement.lens == b.statement.lens:
+                        continue  # amounts a lens gives over time measure different things as often as not
                     pair = (min(i, j), max(i, j), kind)
                     if pair in seen:  # the same two statements about another name of the same thing
                         known = seen[pair]
                         if name not in known.topic.split("; "):
                             seen[pair] = replace(known, topic=f"{known.topic}; {name}")
                         continue
-                    kind_name, note = _pair_type(a.statement.lens, b.statement.lens)
                     weight = (_authority(a.statement.lens, authority) + _authority(b.statement.lens, authority)) / 2
-                    first, second = sorted((a.statement, b.statement),
-                                           key=lambda s: (-_authority(s.lens, authority), s.lens, s.source_path, s.start))
+                    if a.statement.lens == b.statement.lens:
+                        # Earlier first: what was said, then what replaced it.
+                        first, second = sorted((a.statement, b.statement), key=lambda s: (s.document_date, s.start))
+                        kind_name = SUPERSEDED
+                        note = (f"{second.lens} said one thing on {first.document_date} and another on "
+                                f"{second.document_date}: the later statement supersedes the earlier")
+                    else:
+                        kind_name, note = _pair_type(a.statement.lens, b.statement.lens)
+                        first, second = sorted((a.statement, b.statement), key=lambda s: (
+                            -_authority(s.lens, authority), s.lens, s.source_path, s.start))
                     sides = (side_a, side_b) if first is a.statement else (side_b, side_a)
                     difference = f"{sides[0]} vs {sides[1]}{about}"
                     seen[pair] = Contradiction(kind, kind_name, name, difference, note, (first, second),

@@ -30,62 +30,62 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from ragloom.analyse.sentence import Found, place
 from ragloom.parse.timeref import extract_time_refs
 
-_DECIDED = re.compile(
+_DECIDED = tuple(re.compile(alternatives, re.IGNORECASE) for alternatives in (
     # a label with what was decided after it
-    r"(?:^|[\s*_>(-])(?:decision|decided|resolved|resolution|outcome|conclusion|agreed)\s*(?:made\s*)?[*_]*\s*:"
-    r"\s*[*_]*\s*\w"
-    r"|\bdecision\s+(?:made|taken)\b"
+    r"(?:^|[\s*_>(-])(?:decision|decided|resolved|resolution|outcome|conclusion|agreed)(?:\s+made)?[\s*_]*:[\s*_]*\w",
+    r"\bdecision\s+(?:made|taken)\b",
     # the chair's formula, and the ways minutes close an item
-    r"|\b(?:hearing|seeing)\s+(?:\w+\s+){0,4}(?:support|no\s+objections?|\+1s?|affirmations)\b[^.;]*?,"
-    r"|\bwith\s+no\s+objections\b|\bno\s+objections?\s+(?:raised|heard)\b|\bmotion\s+(?:passe[sd]|carrie[sd])\b"
-    r"|\bno\s+objections?\s+to\s+\w+(?:ing|ion)\b|\bno\s+objections?(?:,\s*agreed)?\s*[.)]*\s*$"
+    r"\b(?:hearing|seeing)\s+(?:\w+\s+){0,4}(?:support|no\s+objections?|\+1s?|affirmations)\b[^.;]*?,",
+    r"\bwith\s+no\s+objections\b|\bno\s+objections?\s+(?:raised|heard)\b|\bmotion\s+(?:passe[sd]|carrie[sd])\b",
+    r"\bno\s+objections?\s+to\s+\w+(?:ing|ion)\b|\bno\s+objections?(?:,\s*agreed)?[\s.)]*$",
     # an approval or adoption stated as done
-    r"|\b(?:is|was|were|has\s+been|have\s+been)\s+(?:\w+\s+)?(?:approved|adopted|ratified)\b"
-    r"|\b(?:was|were|has\s+been|have\s+been)\s+(?:\w+\s+)?(?:accepted|merged|granted|chosen|selected|elected)\b"
-    r"|\b(?:hearing|seeing)\s+none\b|\bnone\s+(?:heard|raised)\b|\blet's\s+(?:do\s+(?:that|it|this)|go\s+(?:with|ahead))\b"
-    r"|\bwe(?:'ll|\s+will)\s+go\s+(?:with|ahead)\b|\bgo(?:ing)?\s+ahead\s+with\b"
-    r"|\b(?:you|they|he|she)\s+have\s+(?:our|the\s+council's)\s+approval\b"
-    r"|\bwe(?:'re|\s+are|'ll|\s+will)?\s+(?:adopt(?:ing)?|accept(?:ing)?\s+this|negat(?:e|ing))\b"
-    r"|\b(?:we|the\s+council|the\s+committee|the\s+team|everyone|all\s+of\s+us)\s+(?:\w+\s+)?"
-    r"(?:decided|voted|resolved|agreed)\s+(?:not\s+)?(?:to|that|on)\b"
-    r"|\bwe\s+(?:approved|adopted|accepted)\s+(?:a|an|the|this|that|our)\b"
+    r"\b(?:is|was|were|has\s+been|have\s+been)\s+(?:\w+\s+)?(?:approved|adopted|ratified)\b",
+    r"\b(?:was|were|has\s+been|have\s+been)\s+(?:\w+\s+)?(?:accepted|merged|granted|chosen|selected|elected)\b",
+    r"\b(?:hearing|seeing)\s+none\b|\bnone\s+(?:heard|raised)\b|\blet's\s+(?:do\s+(?:that|it|this)|go\s+(?:with|ahead))\b",
+    r"\bwe(?:'ll|\s+will)\s+go\s+(?:with|ahead)\b|\bgo(?:ing)?\s+ahead\s+with\b",
+    r"\b(?:you|they|he|she)\s+have\s+(?:our|the\s+council's)\s+approval\b",
+    r"\bwe(?:'re|\s+are|'ll|\s+will)?\s+(?:adopt(?:ing)?|accept(?:ing)?\s+this|negat(?:e|ing))\b",
+    r"\b(?:we|the\s+council|the\s+committee|the\s+team|everyone|all\s+of\s+us)\s+(?:\w+\s+)?"
+        r"(?:decided|voted|resolved|agreed)\s+(?:not\s+)?(?:to|that|on)\b",
+    r"\bwe\s+(?:approved|adopted|accepted)\s+(?:a|an|the|this|that|our)\b",
     # a vote: several names answering at once, a vote's result
-    r"|^[\w .'-]+(?:,\s*[\w .'-]+){2,}:\s*(?:yes|agreed|\+1)\b"
-    r"|\bvoted\s+(?:to|for|against)\b|\bthe\s+ayes\s+have\s+it\b|\bunanimous(?:ly)?\b"
-    r"|\b(?:our|the)\s+(?:resolution|decision|consensus|selection)\s+(?:is|was)\b|\bconsensus\s+(?:is|was)\s+to\b"
-    r"|\bagreed\s+to\s+(?!be\b)\w+|(?:^|:\s*)decided\s+(?:not\s+)?to\b|\bwe(?:'re|\s+are)\s+resolving\s+(?:to|that)\b",
-    re.IGNORECASE)
+    r"^[\w.'-][\w .'-]*(?:,\s*[\w.'-][\w .'-]*){2,}:\s*(?:yes|agreed|\+1)\b",
+    r"\bvoted\s+(?:to|for|against)\b|\bthe\s+ayes\s+have\s+it\b|\bunanimous(?:ly)?\b",
+    r"\b(?:our|the)\s+(?:resolution|decision|consensus|selection)\s+(?:is|was)\b|\bconsensus\s+(?:is|was)\s+to\b",
+    r"\bagreed\s+to\s+(?!be\b)\w+|(?:^|:\s*)decided\s+(?:not\s+)?to\b|\bwe(?:'re|\s+are)\s+resolving\s+(?:to|that)\b",
+))
 #: What makes a sentence not a decision taken, whatever else it says.
-_NOT_YET = re.compile(
+_NOT_YET = tuple(re.compile(alternatives, re.IGNORECASE) for alternatives in (
     r"\?[)\"'”’\]]*\s*$|\bwho\s+voted\b|\b(?:may|might)\s+be\s+better\b|\b(?:document|record|list)\s+(?:the\s+)?"
-    r"(?:[\"“]?on\s+the\s+fly[\"”]?\s+)?decisions\b"
-    r"|\b(?:i|we)\s+(?:would\s+)?(?:propose|suggest|recommend)\b|\bpropos(?:es|ing|al\s+(?:is|to|for))\b"
-    r"|\bproposed\s+(?:here|that|to)\b|\bshould\s+we\b|\bdo\s+we\s+(?:want|have|need)\b"
-    r"|\b(?:haven't|have\s+not|hasn't|has\s+not|hadn't|didn't|did\s+not|don't|do\s+not|not)\s+(?:\w+\s+){0,2}"
-    r"(?:decided|made\s+(?:a|any)\s+decision|finali[sz]ed|agreed|approved|allocated|seen|noticed|known|realized)\b"
-    r"|\bno\s+(?:goal|ask|decision|need)\b|\bnot\s+(?:a\s+)?decision\b|\b(?:before|until|once|when|if|unless|after)\W+"
-    r"(?:[\w,.]+\W+){0,8}(?:approved|decided|agreed|accepted)\b"
-    r"|\b(?:to|for|pending|awaiting|needs?|requires?|goal)\W+(?:\w+\s+){0,3}(?:approv(?:e|al)|decide|decision|vote)\b"
-    r"|\bapprove\s+async\b|\basync(?:hronous(?:ly)?)?\s+(?:for\s+)?(?:approval|decid)|\bstart\s+(?:an?\s+)?FCP\b"
-    r"|\bpropose\s+FCP\b|\bto\s+FCP\b|\b(?:will|would|could|might|may)\s+(?:\w+\s+)?(?:vote|decide)\b"
-    r"|\bif\s+(?:both|we|it|they|there|no)\b|\b(?:but|however)\s+we\s+should\b|\bno\s+objections?,\s+but\b"
+        r"(?:[\"“]?on\s+the\s+fly[\"”]?\s+)?decisions\b",
+    r"\b(?:i|we)\s+(?:would\s+)?(?:propose|suggest|recommend)\b|\bpropos(?:es|ing|al\s+(?:is|to|for))\b",
+    r"\bproposed\s+(?:here|that|to)\b|\bshould\s+we\b|\bdo\s+we\s+(?:want|have|need)\b",
+    r"\b(?:haven't|have\s+not|hasn't|has\s+not|hadn't|didn't|did\s+not|don't|do\s+not|not)\s+(?:\w+\s+){0,2}"
+        r"(?:decided|made\s+(?:a|any)\s+decision|finali[sz]ed|agreed|approved|allocated|seen|noticed|known|realized)\b",
+    r"\bno\s+(?:goal|ask|decision|need)\b|\bnot\s+(?:a\s+)?decision\b|\b(?:before|until|once|when|if|unless|after)\W+"
+        r"(?:\w+\W+){0,10}(?:approved|decided|agreed|accepted)\b",
+    r"\b(?:to|for|pending|awaiting|needs?|requires?|goal)\W+(?:\w+\s+){0,3}(?:approv(?:e|al)|decide|decision|vote)\b",
+    r"\bapprove\s+async\b|\basync(?:hronous(?:ly)?)?\s+(?:for\s+)?(?:approval|decid)|\bstart\s+(?:an?\s+)?FCP\b",
+    r"\bpropose\s+FCP\b|\bto\s+FCP\b|\b(?:will|would|could|might|may)\s+(?:\w+\s+)?(?:vote|decide)\b",
+    r"\bif\s+(?:both|we|it|they|there|no)\b|\b(?:but|however)\s+we\s+should\b|\bno\s+objections?,\s+but\b",
     # An earlier decision recalled, or one that a rule requires: not one taken here.
-    r"|\bhad\s+(?:\w+\s+){0,2}(?:decided|agreed|approved|voted|accepted|adopted)\b|\bas\s+we\s+(?:\w+\s+)?decided\b"
-    r"|\blast\s+time\b|\b(?:would|could|should|must|might|may|can|can't|cannot)\s+(?:\w+\s+){0,2}(?:be\s+)?"
-    r"(?:approved|accepted|adopted|agreed|decided|voted|chosen|selected|elected|ratified)\b"
-    r"|\b(?:have|has|had|need|needs|needed)\s+to\s+(?:\w+\s+){0,2}(?:approve|agree|decide|vote|accept|be\s+approved)\b"
-    r"|\brequir(?:es|ed|ing)\s+(?:\w+\s+){0,4}to\s+(?:agree|approve|decide|vote)\b|\bto\s+be\s+approved\b"
-    r"|\b(?:maybe|perhaps|probably|whether|wondering|unclear|not\s+(?:sure|clear)|pretty\s+sure|would\s+be\s+nice)\b"
-    r"|\b(?:i|we)\s+(?:thought|think|believe|guess|assume|suppose)\b|\balready\s+(?:decided|agreed|approved)\b"
-    r"|\bpassed\s+(?:to|on|along|over|through)\b|\b(?:what|whatever)(?:'s|\s+is|\s+has)?\s+(?:been\s+)?approved\b"
-    r"|\b(?:will|'ll)\s+have\s+(?:an?\s+)?(?:agreed|approved|decided)|\bdecision\s+(?:is|was)\s+up\s+to\b"
-    r"|\bthe\s+decision\s+to\b|\baccepting\s+(?:nominations|applications|submissions|proposals|questions|candidates)\b"
-    r"|\b(?:where|when|how|why|what)\s+(?:\w+\s+){0,2}(?:decided|agreed|approved)\b"
-    r"|\b(?:has|have|had)\s+no\s+objections?\s+to\b|\b(?:stuff|things|ones|goal|plan|anything)\s+(?:that\s+)?we\s+"
-    r"(?:have\s+)?(?:approved|accepted|decided|agreed)\b|\bwe(?:'re|\s+are)\s+approving\s+them\b",
-    re.IGNORECASE)
+    r"\bhad\s+(?:\w+\s+){0,2}(?:decided|agreed|approved|voted|accepted|adopted)\b|\bas\s+we\s+(?:\w+\s+)?decided\b",
+    r"\blast\s+time\b|\b(?:would|could|should|must|might|may|can|can't|cannot)\s+(?:\w+\s+){0,2}(?:be\s+)?"
+        r"(?:approved|accepted|adopted|agreed|decided|voted|chosen|selected|elected|ratified)\b",
+    r"\b(?:have|has|had|need|needs|needed)\s+to\s+(?:\w+\s+){0,2}(?:approve|agree|decide|vote|accept|be\s+approved)\b",
+    r"\brequir(?:es|ed|ing)\s+(?:\w+\s+){0,4}to\s+(?:agree|approve|decide|vote)\b|\bto\s+be\s+approved\b",
+    r"\b(?:maybe|perhaps|probably|whether|wondering|unclear|not\s+(?:sure|clear)|pretty\s+sure|would\s+be\s+nice)\b",
+    r"\b(?:i|we)\s+(?:thought|think|believe|guess|assume|suppose)\b|\balready\s+(?:decided|agreed|approved)\b",
+    r"\bpassed\s+(?:to|on|along|over|through)\b|\b(?:what|whatever)(?:'s|\s+is|\s+has)?\s+(?:been\s+)?approved\b",
+    r"\b(?:will|'ll)\s+have\s+(?:an?\s+)?(?:agreed|approved|decided)|\bdecision\s+(?:is|was)\s+up\s+to\b",
+    r"\bthe\s+decision\s+to\b|\baccepting\s+(?:nominations|applications|submissions|proposals|questions|candidates)\b",
+    r"\b(?:where|when|how|why|what)\s+(?:\w+\s+){0,2}(?:decided|agreed|approved)\b",
+    r"\b(?:has|have|had)\s+no\s+objections?\s+to\b|\b(?:stuff|things|ones|goal|plan|anything)\s+(?:that\s+)?we\s+"
+        r"(?:have\s+)?(?:approved|accepted|decided|agreed)\b|\bwe(?:'re|\s+are)\s+approving\s+them\b",
+))
 #: A sentence without one of these (case aside) records no decision: what the store is asked for.
 DECISION_WORDS = ("(?i)decid|decision|resolv|resolution|outcome|conclusion|agree|approv|vote|objection|adopt|accept|"
                   "ratif|chosen|select|elect|merged|passed|granted|motion|ayes|unanim|consensus|support|commit|"
@@ -96,23 +96,16 @@ KINDS = (("vote", re.compile(r"\bvot(?:e|ed|ing)\b|\bayes\b|\bmotion\b", re.IGNO
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(Found):
     """One recorded decision: the sentence, where it is, and when."""
 
-    text: str
-    document_id: str
-    source_path: str
-    lens: str
-    start: int
-    end: int
     date: date | None
     kind: str  # decision | vote | approval | commitment
     section: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "date": self.date.isoformat() if self.date else None, "kind": self.kind,
-                "lens": self.lens, "source_path": self.source_path, "section": self.section,
-                "document_id": self.document_id, "start": self.start, "end": self.end}
+        return {"text": self.flat, "date": self.date.isoformat() if self.date else None, "kind": self.kind,
+                "section": self.section, **self.where()}
 
 
 #: The meeting's own business: consent to its agenda, its minutes, its next date.
@@ -124,7 +117,8 @@ def is_decision(text: str) -> bool:
     """Whether ``text`` (one sentence) records a decision taken (see the module's docstring);
     the meeting's own procedure ("the agenda is approved") is not one."""
     flat = " ".join(text.split())
-    return bool(_DECIDED.search(flat)) and not _NOT_YET.search(flat) and not _PROCEDURAL.search(flat)
+    return (any(p.search(flat) for p in _DECIDED) and not any(p.search(flat) for p in _NOT_YET)
+            and not _PROCEDURAL.search(flat))
 
 
 def decision_kind(text: str) -> str:
@@ -150,8 +144,6 @@ def find_decisions(sentences: Iterable[Mapping[str, Any]], *, since: date | None
         if since is not None and (day is None or day < since):
             continue
         section = row.get("section_path") or ""
-        found.append(Decision(" ".join(text.split()), row["document_id"], row["source_path"], row["lens"],
-                              int(row["start_char"]), int(row["end_char"]), day, decision_kind(text),
-                              " > ".join(section) if isinstance(section, list | tuple) else str(section)))
+        found.append(Decision(*place(row), day, decision_kind(text), " > ".join(section) if isinstance(section, list | tuple) else str(section)))
     return sorted(found, key=lambda d: (d.date is None, -(d.date.toordinal() if d.date else 0), d.source_path,
                                         d.start))

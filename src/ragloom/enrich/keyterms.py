@@ -18,10 +18,12 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from ragloom.enrich.entities import COMMON, capitalised_candidates
-from ragloom.parse.words import STOP_WORDS
+from ragloom.parse.words import GENERAL_WORDS, STOP_WORDS
 
 #: A content word: letters (a hyphen or an apostrophe inside), at least four of them.
-_WORD = re.compile(r"(?<![\w-])[a-z][a-z'-]{2,}[a-z](?![\w-])")
+#: A lower-case word: letters, joined by single hyphens, with an apostrophe's ending ("don't").
+_WORD = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)*(?:'[a-z]{1,2})?(?![\w-])")
+MIN_WORD = 4
 #: A content word or phrase must appear this often in a chunk to be one of its terms.
 MIN_REPEATS = 2
 
@@ -44,17 +46,24 @@ def _singular(word: str) -> str:
     return word
 
 
+#: Links and code say where, not what: their words are no terms.
+_NOT_PROSE = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+|`[^`\n]*`|\[[^\[\]\n]*\]\([^()\n]*\)|<[^<>\n]*>")
+
+
 def _content_terms(text: str) -> Counter[str]:
     """Content words and adjacent pairs of them, with their counts and singular forms."""
+    text = _NOT_PROSE.sub(lambda m: " " * len(m.group(0)), text)
     counts: Counter[str] = Counter()
     previous: str | None = None
     last_end = -1
     for m in _WORD.finditer(text):  # lower-case words: capitalised ones are names, counted above
         word = m.group(0)
-        if word in STOP_WORDS or word in _STOP:
+        if len(word) < MIN_WORD:
+            continue
+        word = _singular(word) if word not in STOP_WORDS else word
+        if word in STOP_WORDS or word in GENERAL_WORDS or word in _STOP:
             previous = None
             continue
-        word = _singular(word)
         counts[word] += 1
         # A pair only across one space: "travel grant", not words a comma or a line separates.
         if previous is not None and text[last_end:m.start()] == " ":

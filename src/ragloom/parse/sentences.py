@@ -74,15 +74,26 @@ def _is_abbreviation(text: str, dot: int, *, after: int) -> bool:
     return lower in ABBREVIATIONS
 
 
-def _in_quotation(text: str, start: int, at: int, end: int) -> bool:
-    """Whether ``text[at]`` lies inside a quotation that closes later in ``[start, end)``:
-    "Great, we merged the RFC. Now what?" is one sentence of the text that quotes it."""
-    before = text[start:at]
-    opened = before.count('"') % 2 == 1 or before.count("“") > before.count("”")
-    if not opened:
-        return False
-    rest = text[at + 1 : end]
-    return '"' in rest or "”" in rest
+class _Quotes:
+    """Whether a stop lies inside a quotation that closes later in ``[start, end)``: "Great, we
+    merged the RFC. Now what?" is one sentence of the text that quotes it. The quotation marks
+    before a stop are counted as the stops advance, so a paragraph of a million sentences is
+    read once, not once per stop."""
+
+    def __init__(self, text: str, start: int, end: int) -> None:
+        self.text, self.pos = text, start
+        self.straight = self.opening = self.closing = 0
+        self.last_close = max(text.rfind('"', start, end), text.rfind("”", start, end))
+
+    def inside(self, at: int) -> bool:
+        """For stops at increasing offsets ``at``."""
+        part = self.text[self.pos : at]
+        self.straight += part.count('"')
+        self.opening += part.count("“")
+        self.closing += part.count("”")
+        self.pos = max(self.pos, at)
+        opened = self.straight % 2 == 1 or self.opening > self.closing
+        return opened and self.last_close > at
 
 
 def _line_number(text: str, dot: int) -> bool:
@@ -105,6 +116,7 @@ def _sentence_stops(text: str, start: int, end: int, endpos: int) -> Iterator[in
     that can start a sentence follows (before ``endpos``) and it is not an abbreviation's
     period, a list or section number's, a period inside a quotation, or an ellipsis before a
     bracket ("suspend... (IDE does)")."""
+    quotes = _Quotes(text, start, end)
     for m in _TERMINAL.finditer(text, start, end):
         stop = m.end()
         if not _STARTER.match(text, stop, endpos):
@@ -113,7 +125,7 @@ def _sentence_stops(text: str, start: int, end: int, endpos: int) -> Iterator[in
         if marks.startswith(".") and not marks.startswith(".."):  # one period: whose is it?
             if _is_abbreviation(text, m.start(), after=stop) or _line_number(text, m.start()):
                 continue
-        if marks[:1] in ".!?" and _in_quotation(text, start, m.start(), end):
+        if marks[:1] in ".!?" and quotes.inside(m.start()):
             continue
         if (marks.startswith("...") or marks.startswith("…")) and text[stop:stop + 2].lstrip()[:1] == "(":
             continue

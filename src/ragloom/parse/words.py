@@ -36,3 +36,24 @@ STOP_WORDS = frozenset(
 def words(text: str) -> tuple[str, ...]:
     """Lower-cased word tokens."""
     return tuple(text.lower().translate(_PUNCTUATION).split())
+
+
+#: Words of any text that are never what it is about: common verbs, adverbs and adjectives (and
+#: contractions) that repeat in conversation ("I think we need to make ..."). Key terms leave them out.
+GENERAL_WORDS = frozenset(
+    """
+    able actually add added also always another anyone anything around ask asked asking away back bad best
+    better big bit call called came can't come comes coming could couldn't day days didn't different does doesn't
+    doing done don't down each easy else end enough even ever everyone everything example fact feel felt fine
+    first found get gets getting give given go goes going gone good got great guess happy hard help here i'd i'll
+    i'm i've idea isn't it's keep kind know known last later least less let let's like likely little long look
+    looking lot lots made make makes making maybe mean means might mind more most move much must need needed
+    needs new next nice now number often okay one ones other others part people perhaps place point possible
+    pretty probably put quite rather real really right said same saw say saying says see seem seems seen set
+    should shouldn't small some someone something sometimes soon sort start still stuff sure take takes taking
+    talk talked than thank thanks that's then there's thing things think thinking thought time times today
+    together told took try trying turn two use used useful uses using usually want wanted wants way ways we'll
+    we're we've well went what's whatever who's whole why will won't work working works would wouldn't yeah yes
+    yet you're
+    """.split()
+)

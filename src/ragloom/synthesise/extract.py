@@ -104,7 +104,7 @@ def candidates(sources: Sequence[Source], *, min_words: int = 5, max_words: int 
     """Every prose sentence of ``sources`` worth quoting, in source then text order.
 
     Headings, table rows, code, HTML and rules are not statements, nor is a sentence with a
-    bracketed number (a footnote mark) in it, nor the tail of a sentence that a chunk starts
+    bracketed number (a footnote mark) in it, nor a lead-in that ends in a colon, nor the tail of a sentence that a chunk starts
     in. A list item or blockquote is quoted without its marker (the quote starts after it, so
     offsets stay exact).
     """
@@ -119,6 +119,8 @@ def candidates(sources: Sequence[Source], *, min_words: int = 5, max_words: int 
             text = source.text[start:end]
             if text.startswith(_NOT_PROSE) or CITATION.search(text) or _LINK_REFERENCE.match(text):
                 continue  # a bracketed number in a quote would read as a citation of ours
+            if text.rstrip("*_ ").endswith(":"):
+                continue  # a lead-in ("The plan is to:") says nothing without the list after it
             count = len(_WORD.findall(text))
             if not min_words <= count <= max_words:
                 continue

@@ -1,10 +1,12 @@
-"""The multi-lens synthesis report: sections per query, a timeline, contradictions, open
-questions and the numbered sources, as Markdown and as JSON.
+"""The multi-lens synthesis report: the decisions log, a timeline of dated events, the themes of
+the workspace, a section per question, contradictions and supersessions, open questions and the
+numbered sources, as Markdown and as JSON.
 
-:func:`build_report` runs the writer once per query and assembles the rest from the sources
-themselves, so the timeline, the contradictions and the source list are the same whichever
-writer wrote the sections. Every statement in the report is a verbatim quote with its source
-number, or (for a model's sections) a sentence whose citations are checked.
+:func:`build_report` runs the writer once per theme and once per question and assembles the
+rest from what the code found (decisions, events, open questions, contradictions), so those
+parts and the source list are the same whichever writer wrote the sections. Every statement
+in the report is a verbatim quote with its source number, or (for a model's sections) a
+sentence whose citations are checked.
 """
 
 from __future__ import annotations
@@ -18,12 +20,23 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from ragloom.analyse.contradictions import Contradiction, Statement
+from ragloom.analyse.contradictions import SUPERSEDED, Contradiction, Statement
+from ragloom.analyse.decisions import Decision
+from ragloom.analyse.events import Event
+from ragloom.analyse.questions import OpenItem
 from ragloom.errors import InvalidParameterError
 from ragloom.parse.timeref import TimeRef, extract_time_refs
 from ragloom.synthesise.citations import Citations, check_citations
 from ragloom.synthesise.extract import candidates
-from ragloom.synthesise.sources import Quote, Source, add_statement_sources, check_numbering, one_line, statement_number
+from ragloom.synthesise.sources import (
+    Quote,
+    Source,
+    add_span_sources,
+    add_statement_sources,
+    check_numbering,
+    one_line,
+    statement_number,
+)
 from ragloom.synthesise.writers import OnText, Section, Writer, quoted, statement_line
 
 EXTRACTIVE_LABEL = "Extractive report (no language model configured)"
@@ -55,6 +68,7 @@ class TimelineEntry:
     end: date
     mention: str  # the references as written ("Q3 2025; August 2025")
     quote: Quote
+    said: date | None = None  # the date of the document that says it
 
     @property
     def sort_key(self) -> str:
@@ -67,7 +81,22 @@ class TimelineEntry:
     def to_dict(self) -> dict[str, Any]:
         return {"period": self.period, "periods": list(self.periods), "sort_key": self.sort_key,
                 "start": self.start.isoformat(), "end": self.end.isoformat(), "mention": self.mention,
-                "source": self.number, "quote": self.quote.to_dict()}
+                "said": self.said.isoformat() if self.said else None, "source": self.number,
+                "quote": self.quote.to_dict()}
+
+
+@dataclass(frozen=True, slots=True)
+class ReportDecision:
+    """A recorded decision, quoted with its source number and dated by its document."""
+
+    date: date | None
+    kind: str  # decision | vote | approval | commitment
+    section: str
+    quote: Quote
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"date": self.date.isoformat() if self.date else None, "kind": self.kind, "section": self.section,
+                "lens": self.quote.lens, "source": self.quote.number, "quote": self.quote.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,15 +120,21 @@ class ReportContradiction:
 
 @dataclass(frozen=True, slots=True)
 class OpenQuestion:
-    """Something the report could not settle: a query with thin evidence, or a silent lens."""
+    """Something still open: a question the documents ask that nothing later answers, an action
+    item nobody owns (both quoted), a query with thin evidence, or a silent lens (notes)."""
 
-    kind: str  # thin_evidence | silent_lens
+    kind: str  # unanswered | unowned_action | thin_evidence | silent_lens
     text: str
     query: str = ""
     lens: str = ""
+    quote: Quote | None = None
+    date: date | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "text": self.text, "query": self.query, "lens": self.lens}
+        return {"kind": self.kind, "text": self.text, "query": self.query, "lens": self.lens,
+                "date": self.date.isoformat() if self.date else None,
+                "source": self.quote.number if self.quote else None,
+                "quote": self.quote.to_dict() if self.quote else None}
 
 
 def _jsonable(value: Any) -> Any:
@@ -142,24 +177,31 @@ class Report:
     citations: Citations = field(default_factory=Citations)
     #: where :meth:`ragloom.Engine.generate` wrote it (Markdown and JSON, each place); not in the files
     saved: tuple[Path, ...] = ()
+    #: The decisions log, newest first (none when the builder was given none).
+    decisions: tuple[ReportDecision, ...] = ()
+    #: The workspace's themes, each a section named by its distinctive terms.
+    themes: tuple[Section, ...] = ()
+    #: The period the report's dated documents span, when it has dated documents.
+    span: tuple[date, date] | None = None
 
     def to_markdown(self) -> str:
-        """The report as Markdown: label, title, context, sections, timeline, contradictions,
-        open questions, sources, statistics."""
+        """The report as Markdown: label, title, context, decisions, timeline, themes, a section
+        per question, contradictions and supersessions, open questions, sources, statistics."""
         cited = f"{len(self.citations.valid)} of {len(self.sources)} sources cited"
         if self.extractive:
             top = f"*{EXTRACTIVE_LABEL}: every statement is quoted verbatim from its source; {cited}.*"
         else:
             by = f"{self.writer} ({self.model})" if self.model else self.writer
             top = f"*Written by {by} from the numbered sources below; {cited}, citations checked.*"
+        spanned = f" · dated documents from {self.span[0]} to {self.span[1]}" if self.span else ""
         parts = [top, f"# {one_line(self.title)}",
-                 f"*Generated {self.generated_at.isoformat(timespec='seconds')} · {len(self.sections)} sections · "
-                 f"lenses in order of authority: {', '.join(self.lenses) or 'none'}*"]
+                 f"*Generated {self.generated_at.isoformat(timespec='seconds')} · {len(self.sections)} questions · "
+                 f"{len(self.themes)} themes{spanned} · lenses in order of authority: {', '.join(self.lenses) or 'none'}*"]
         if self.context.strip():
             quoted_context = "\n".join(f"> {line}".rstrip() for line in self.context.strip().splitlines())
             parts.append("## Context\n\n" + quoted_context)
-        parts.append(_claims_markdown(self.sections, self.timeline, self.contradictions, self.sources))
-        parts.append(_open_questions_markdown(self.open_questions))
+        parts.append(_claims_markdown(self.sections, self.timeline, self.contradictions, self.sources,
+                                      decisions=self.decisions, themes=self.themes, open_questions=self.open_questions))
         parts.append(_sources_markdown(self.sources))
         if self.stats:
             parts.append("## Statistics\n\n```json\n" + json.dumps(_jsonable(self.stats), indent=2, sort_keys=True)
@@ -179,6 +221,9 @@ class Report:
             "label": EXTRACTIVE_LABEL if self.extractive else "",
             "context": self.context,
             "lenses": list(self.lenses),
+            "span": [self.span[0].isoformat(), self.span[1].isoformat()] if self.span else None,
+            "decisions": [d.to_dict() for d in self.decisions],
+            "themes": [t.to_dict() for t in self.themes],
             "sections": [s.to_dict() for s in self.sections],
             "timeline": [t.to_dict() for t in self.timeline],
             "contradictions": [c.to_dict() for c in self.contradictions],
@@ -212,19 +257,35 @@ def _citation_notes(citations: Citations) -> str:
     return "\n".join(lines)
 
 
-def _sections_markdown(sections: Sequence[Section]) -> str:
+def _sections_markdown(sections: Sequence[Section], *, level: int = 2) -> str:
     parts = []
     for s in sections:
-        head = f"## {one_line(s.query)}"
+        head = f"{'#' * level} {one_line(s.query)}"
         thin = f"\n\n*Thin evidence: {s.thin_reason}.*" if s.thin else ""
         parts.append(f"{head}{thin}\n\n{s.text.strip()}")
     return "\n\n".join(parts)
 
 
+def _themes_markdown(themes: Sequence[Section]) -> str:
+    if not themes:
+        return ""
+    return ("## Themes\n\n*What the workspace's documents are about: communities of the context graph, each named "
+            "by the terms most particular to it, with what each lens says.*\n\n" + _sections_markdown(themes, level=3))
+
+
+def _decisions_markdown(decisions: Sequence[ReportDecision]) -> str:
+    if not decisions:
+        return ""
+    lines = [f"- **{d.date.isoformat() if d.date else 'undated'}** ({d.quote.lens or 'no lens'}, {d.kind}): "
+             f"{statement_line(d.quote)}" for d in decisions]
+    return "## Decisions\n\n" + "\n".join(lines)
+
+
 def _timeline_markdown(timeline: Sequence[TimelineEntry]) -> str:
     if not timeline:
         return ""
-    lines = [f"- **{t.period}**: {statement_line(t.quote)}" for t in timeline]
+    lines = [f"- **{t.period}**" + (f" (said {t.said.isoformat()})" if t.said else "") + f": {statement_line(t.quote)}"
+             for t in timeline]
     return "## Timeline\n\n" + "\n".join(lines)
 
 
@@ -240,25 +301,37 @@ def _contradictions_markdown(contradictions: Sequence[ReportContradiction], sour
     blocks = []
     for i, c in enumerate(contradictions, 1):
         note = f" {c.note.rstrip('.')}." if c.note else ""
-        blocks.append(f"### {i}. {one_line(c.topic)} ({c.kind})\n\n*{c.difference}.{note}*\n\n"
+        kind = f"{c.kind}, superseded" if c.type == SUPERSEDED else c.kind
+        blocks.append(f"### {i}. {one_line(c.topic)} ({kind})\n\n*{c.difference}.{note}*\n\n"
                       f"{_side(c.first, sources)}\n\n{_side(c.second, sources)}")
-    return "## Contradictions\n\n" + "\n\n".join(blocks)
+    return "## Contradictions and supersessions\n\n" + "\n\n".join(blocks)
 
 
 def _claims_markdown(sections: Sequence[Section], timeline: Sequence[TimelineEntry],
-                     contradictions: Sequence[ReportContradiction], sources: Sequence[Source] = ()) -> str:
+                     contradictions: Sequence[ReportContradiction], sources: Sequence[Source] = (), *,
+                     decisions: Sequence[ReportDecision] = (), themes: Sequence[Section] = (),
+                     open_questions: Sequence[OpenQuestion] = ()) -> str:
     """The parts of the report that state things, and so must cite: what the check reads."""
-    by_number = {s.number: s for section in sections for s in section.sources}
+    by_number = {s.number: s for section in (*sections, *themes) for s in section.sources}
     by_number.update({s.number: s for s in sources})
-    parts = [_sections_markdown(sections), _timeline_markdown(timeline),
-             _contradictions_markdown(contradictions, by_number)]
+    parts = [_decisions_markdown(decisions), _timeline_markdown(timeline), _themes_markdown(themes),
+             _sections_markdown(sections), _contradictions_markdown(contradictions, by_number),
+             _open_questions_markdown(open_questions)]
     return "\n\n".join(p for p in parts if p)
 
 
 def _open_questions_markdown(questions: Sequence[OpenQuestion]) -> str:
     if not questions:
         return ""
-    return "## Open questions\n\n" + "\n".join(f"- *{q.text}*" for q in questions)
+    lines = []
+    for q in questions:
+        if q.quote is not None:
+            when = f"**{q.date.isoformat()}** " if q.date else ""
+            what = "asked, and nothing later answers it" if q.kind == "unanswered" else "an action item nobody owns"
+            lines.append(f"- {when}({q.quote.lens or 'no lens'}, {what}): {statement_line(q.quote)}")
+        else:
+            lines.append(f"- *{q.text}*")
+    return "## Open questions\n\n" + "\n".join(lines)
 
 
 def _sources_markdown(sources: Sequence[Source]) -> str:
@@ -400,6 +473,10 @@ def build_report(
     on_text: OnText | None = None,
     now: datetime | None = None,
     writer_context: str | None = None,
+    themes: Sequence[SectionInput] = (),
+    decisions: Sequence[Decision] = (),
+    events: Sequence[Event] = (),
+    open_items: Sequence[OpenItem] = (),
 ) -> Report:
     """Write one section per query with ``writer`` and assemble the report.
 
@@ -412,35 +489,62 @@ def build_report(
     written. A section is thin below ``min_sources`` sources or ``min_statements`` statements.
     ``writer_context``, when given, is what the writer is told instead of ``context`` (the
     user's context plus warnings the code found, such as contradictions).
+
+    ``themes`` are written like the queries, before them, under "Themes". ``decisions``,
+    ``events`` (the timeline, in place of the dated sentences of the sources) and
+    ``open_items`` are quoted as they are; a sentence that no source holds becomes a source.
     """
     if min_sources < 0 or min_statements < 0:
         raise InvalidParameterError(f"min_sources ({min_sources}) and min_statements ({min_statements}) "
                                     "must be 0 or more")
     check_numbering(sources)
     numbers = dict(source_numbers) if source_numbers else None
-    all_sources = add_statement_sources(sources, contradictions, numbers)
+    spans = {kind: [_as_statement(item) for item in items]
+             for kind, items in (("decisions", decisions), ("events", events), ("open", open_items))}
+    all_sources = add_span_sources(add_statement_sources(sources, contradictions, numbers),
+                                   [st for found in spans.values() for st in found], numbers)
     known = {s.number: s for s in all_sources}
     inputs = [_as_input(item) for item in sections]
-    for item in inputs:
+    for item in (*themes, *inputs):
         for s in item.sources:
             if known.get(s.number) != s:
                 raise InvalidParameterError(
                     f"source [{s.number}] of the query {item.query!r} is not the report's source [{s.number}]; "
                     "number all sections' sources together with number_report_sources")
     written: list[Section] = []
-    for i, item in enumerate(inputs):
+    everything = [*themes, *inputs]
+    for i, item in enumerate(everything):
         if on_progress is not None:
-            on_progress(i, len(inputs), item.query)
+            on_progress(i, len(everything), item.query)
         told = context if writer_context is None else writer_context
         section = writer.section(item.query, item.sources, lenses=lenses, on_text=on_text, context=told, title=title)
         reason = _thin_reason(section, min_sources, min_statements)
         written.append(replace(section, thin=bool(reason), thin_reason=reason))
     if on_progress is not None:
-        on_progress(len(inputs), len(inputs), "")
+        on_progress(len(everything), len(everything), "")
+    theme_sections, written = written[:len(themes)], written[len(themes):]
+
+    def quote(st: Statement) -> Quote:
+        n = statement_number(st, all_sources, numbers)
+        assert n is not None  # add_span_sources made one for every statement
+        return _statement_quote(st, n)
+
+    logged = [ReportDecision(d.date, d.kind, d.section, quote(st)) for d, st in zip(decisions, spans["decisions"],
+                                                                                   strict=True)]
     paired = report_contradictions(contradictions, all_sources, numbers)
-    quotes = [q for s in written for q in s.quotes] + [q for c in paired for q in (c.first, c.second)]
-    timeline = build_timeline(quotes, all_sources, limit=timeline_limit)
-    claims = _claims_markdown(written, timeline, paired, all_sources)
+    if events:
+        timeline = [TimelineEntry(_period_name(e.period), (e.period,), e.begins, e.ends, e.mention, quote(st), e.said)
+                    for e, st in zip(events, spans["events"], strict=True)][:timeline_limit]
+    else:
+        quotes = [q for s in (*theme_sections, *written) for q in s.quotes] + \
+            [q for c in paired for q in (c.first, c.second)]
+        timeline = build_timeline(quotes, all_sources, limit=timeline_limit)
+    still_open = [OpenQuestion(item.kind, item.flat, lens=item.lens, quote=quote(st), date=item.date)
+                  for item, st in zip(open_items, spans["open"], strict=True)]
+    still_open += open_questions([*theme_sections, *written], lenses)
+    claims = _claims_markdown(written, timeline, paired, all_sources, decisions=logged, themes=theme_sections,
+                              open_questions=still_open)
+    days = [s.document_date for s in all_sources if s.document_date is not None]
     return Report(
         title=title,
         generated_at=now or datetime.now(UTC),
@@ -452,8 +556,26 @@ def build_report(
         sections=tuple(written),
         timeline=tuple(timeline),
         contradictions=tuple(paired),
-        open_questions=tuple(open_questions(written, lenses)),
+        open_questions=tuple(still_open),
         sources=tuple(all_sources),
         stats=dict(stats or {}),
         citations=check_citations(claims, all_sources),
+        decisions=tuple(logged),
+        themes=tuple(theme_sections),
+        span=(min(days), max(days)) if days else None,
     )
+
+
+def _as_statement(item: Decision | Event | OpenItem) -> Statement:
+    """A decision, an event or an open item as the statement it quotes (the exact span)."""
+    day = item.said if isinstance(item, Event) else item.date
+    section = item.section if isinstance(item, Decision) else ""
+    return Statement("", item.document_id, item.lens, item.source_path, section, item.start, item.end, item.text, day)
+
+
+def _period_name(canonical: str) -> str:
+    """"2025-10" as "October 2025"; days, quarters and halves as written."""
+    year, _, month = canonical.partition("-")
+    if year.isdigit() and month.isdigit() and len(month) == 2:
+        return f"{calendar.month_name[int(month)]} {year}"
+    return canonical

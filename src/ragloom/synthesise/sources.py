@@ -113,24 +113,31 @@ def statement_number(statement: Statement, sources: Sequence[Source],
 
 def add_statement_sources(sources: Sequence[Source], contradictions: Iterable[Contradiction],
                           numbers: Mapping[str, int] | None = None) -> list[Source]:
-    """``sources`` plus one source per contradiction statement that none of them contains.
+    """``sources`` plus one source per contradiction statement that none of them contains
+    (see :func:`add_span_sources`)."""
+    return add_span_sources(sources, (st for c in contradictions for st in c.statements), numbers)
+
+
+def add_span_sources(sources: Sequence[Source], statements: Iterable[Statement],
+                     numbers: Mapping[str, int] | None = None) -> list[Source]:
+    """``sources`` plus one source per statement (a contradiction's side, a decision, a dated
+    event) that none of them contains.
 
     The new sources are numbered after the last one; each is the statement's sentence, so its
-    text is still the exact document span. Titles and dates come from another source of the
-    same document when there is one.
+    text is still the exact document span. Titles and dates come from the statement, or from
+    another source of the same document when there is one.
     """
     out = list(sources)
-    for contradiction in contradictions:
-        for st in contradiction.statements:
-            if statement_number(st, out, numbers) is not None:
-                continue
-            sibling = next((s for s in out if s.document_id == st.document_id), None)
-            out.append(Source(
-                number=max((s.number for s in out), default=0) + 1, chunk_id=st.chunk_id,
-                document_id=st.document_id, source_path=st.source_path,
-                title=sibling.title if sibling else st.source_path.rsplit("/", 1)[-1],
-                section_path=st.section_path, lens=st.lens, start=st.start, end=st.end, text=st.text,
-                document_date=sibling.document_date if sibling else None, score=0.0))
+    for st in statements:
+        if statement_number(st, out, numbers) is not None:
+            continue
+        sibling = next((s for s in out if s.document_id == st.document_id), None)
+        out.append(Source(
+            number=max((s.number for s in out), default=0) + 1, chunk_id=st.chunk_id,
+            document_id=st.document_id, source_path=st.source_path,
+            title=sibling.title if sibling else st.source_path.rsplit("/", 1)[-1],
+            section_path=st.section_path, lens=st.lens, start=st.start, end=st.end, text=st.text,
+            document_date=st.document_date or (sibling.document_date if sibling else None), score=0.0))
     return out
 
 

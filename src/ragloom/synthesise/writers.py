@@ -40,6 +40,8 @@ NOTHING_ANSWERS = "Nothing in the sources answers this question; the closest sta
 #: An answer may quote sentences this short; report sections keep the writer's ``min_words``.
 ANSWER_MIN_WORDS = 2
 NO_SOURCES = "The sources do not answer this question: no source was found for it."
+#: A report section quotes a lens's closest sentence without the query's words only this close.
+SECTION_MIN_COSINE = 0.45
 
 
 @dataclass(frozen=True)
@@ -292,8 +294,10 @@ class ExtractiveWriter:
     def section(self, query: str, sources: Sequence[Source], *, lenses: Sequence[str], on_text: OnText | None = None,
                 context: str = "", title: str = "") -> Section:
         """The key statements per lens, lenses in the order given (the authority order), then
-        any other lens the sources hold. A lens with sources gets at least its best sentence,
-        even when none names the query's words: retrieval chose those sources for the query."""
+        any other lens the sources hold. A lens is quoted only where it speaks to the query: a
+        sentence that names the query's words, or (with sentence vectors) one at least
+        :data:`SECTION_MIN_COSINE` close to it in meaning; a lens with neither stays silent
+        rather than padding the section with an off-topic quote."""
         check_numbering(sources)
         order = _lens_order(lenses, sources)
         pool = self._candidates(sources)
@@ -306,9 +310,11 @@ class ExtractiveWriter:
             mine = [c for c in pool if c.source.lens == lens]
             picks = select(mine, wanted, limit=self.per_lens, sources=len(sources), lens_bonus=False, central=central,
                            closeness=close)
-            if not picks:
-                picks = select(mine, wanted, limit=1, sources=len(sources), lens_bonus=False, central=central,
-                               require_overlap=False, closeness=close)
+            if not picks and close:
+                # No sentence names the query's words: the closest in meaning, if it is close.
+                best = max(mine, key=lambda c: close.get((c.rank, c.start), -1.0), default=None)
+                if best is not None and close.get((best.rank, best.start), -1.0) >= SECTION_MIN_COSINE:
+                    picks = [best]
             if picks:
                 mine_quotes = [c.quote() for c in picks]
                 quotes.extend(mine_quotes)

@@ -18,6 +18,7 @@ PAGES = {
         st.Page("pages/ask.py", title="Ask", icon=":material/question_answer:"),
         st.Page("pages/graph.py", title="Context graph", icon=":material/hub:"),
         st.Page("pages/contradictions.py", title="Contradictions", icon=":material/compare_arrows:"),
+        st.Page("pages/decisions.py", title="Decisions", icon=":material/gavel:"),
     ],
     "Results": [
         st.Page("pages/report.py", title="Report", icon=":material/article:"),

@@ -16,8 +16,9 @@ from ragloom.writing import SEED_QUERIES
 
 ensure_app()
 rt = runtime()
-header("Report", "The synthesis report: what every lens says about each question, a timeline, the contradictions "
-                 "with both sides quoted, open questions, and numbered sources.")
+header("Report", "The synthesis report: the decisions the documents record, a timeline of their dated events, the "
+                 "workspace's themes and what every lens says about each question, the contradictions with both "
+                 "sides quoted, open questions, and numbered sources.")
 eng = engine()
 tenant = eng.settings.tenant
 
