@@ -69,7 +69,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp) / "ws"
         install_samples(MATERIALS, ws)
-        engine = Engine(ws, settings=Settings.load(environ={}, overrides={"embedding.cache": False}))
+        engine = Engine(ws, settings=Settings.load(ws, environ={}, overrides={"embedding.cache": False}))
         for folder in sorted(p for p in MATERIALS.iterdir() if p.is_dir()):
             assert engine.ingest(folder, lens=folder.name).ok
         report = engine.generate(queries=SEED_QUERIES)
