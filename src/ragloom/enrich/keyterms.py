@@ -24,12 +24,12 @@ from ragloom.parse.words import GENERAL_WORDS, STOP_WORDS
 #: A lower-case word: letters, joined by single hyphens, with an apostrophe's ending ("don't").
 _WORD = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)*(?:'[a-z]{1,2})?(?![\w-])")
 MIN_WORD = 4
-#: A content word or phrase must appear this often in a chunk to be one of its terms. At 2,
-#: the short paragraphs of the multi-hop set linked each other by words like "film" and graph
-#: mode found both paragraphs in the top 5 for 78% of questions instead of 88%; at 4 it is
-#: 88% again, and the Rust Council corpus's answers, decisions and themes are unchanged
-#: (docs/benchmarks.md, issue 25).
-MIN_REPEATS = 4
+#: A content word or phrase must appear this often in a chunk to be one of its terms. At 2
+#: the short paragraphs of the multi-hop set link each other by words like "film", and graph
+#: mode finds both paragraphs in the top 5 for 78% of questions instead of 88%; at 4 that is
+#: back to 88%, but the subjects that let a workspace without settings find contradictions
+#: go (docs/benchmarks.md, issue 25): kept at 2 until shared subjects come from elsewhere.
+MIN_REPEATS = 2
 
 
 @lru_cache(maxsize=32)
