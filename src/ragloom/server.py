@@ -73,7 +73,7 @@ class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-_LENSES = Field(None, description="Only these lenses (none: every lens).", examples=[["engineering", "your-voice"]])
+_LENSES = Field(None, description="Only these lenses (none: every lens).", examples=[["meetings", "policies"]])
 _TENANT = Field(None, description="Tenant (default: the `tenant` setting).")
 _AS_OF = Field(None, description="The workspace as it was at this moment of its own history, ISO 8601 "
                "(`2026-03-01T00:00:00Z`): what had been ingested by then; none: now.")
