@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 # torch first and pinned: an unpinned torch pulls gigabytes of CUDA wheels.
 TORCH  := torch==2.13.0
-EXTRAS := local,convert,eval,ui,llm,llamaindex,langchain,serve,distributed,bench,dev
+EXTRAS := local,convert,eval,ui,llm,llamaindex,langchain,serve,mcp,distributed,bench,dev
 
 .PHONY: install demo lint browser test test-fast bench clean
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -116,3 +118,14 @@ def llm_server() -> Iterator[FakeLLMServer]:
         yield server
     finally:
         server.stop()
+
+
+def docx_bomb(inflated: int) -> bytes:
+    """A DOCX whose word/document.xml inflates to ``inflated`` bytes (about 1,000 to 1)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("[Content_Types].xml", "<Types/>")
+        with zf.open("word/document.xml", "w") as f:
+            for _ in range(inflated // 1_000_000):
+                f.write(b"<w:p/>" * 166_667)
+    return out.getvalue()

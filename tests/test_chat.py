@@ -55,6 +55,18 @@ def test_each_question_is_answered_as_ragloom_query_prints_it(ws: Path) -> None:
     assert out.index(first) < out.index("now: mode bm25, k 3") < out.index("now: mode bm25, k 2") < out.index(second)
 
 
+def test_the_k_the_chat_names_is_the_number_of_results_in_every_mode(ws: Path) -> None:
+    question = "catalog integration and the event bus"
+    lines = [step for mode in ("vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic")
+             for step in (f"/mode {mode}", question)]
+    out = chat(ws, lines)
+    assert "mode hybrid, k 5, every lens" in " ".join(out.split("\n\n")[0].split())
+    answers = re.split(r"^now: mode \w+, k 5, every lens$", out, flags=re.MULTILINE)[1:]
+    assert len(answers) == 7
+    for answer in answers:  # "k 5": at most 5 results, graph and balanced too (they printed 24 to 50)
+        assert 0 < len(re.findall(r"^  \d+\. ", answer, re.MULTILINE)) <= 5, answer
+
+
 def test_lens_filters_add_up_and_clear(ws: Path) -> None:
     question = "catalog integration"
     out = chat(ws, ["/lens engineering", question, "/lens team-structured", question, "/lens", question],

@@ -3,9 +3,10 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from ragloom.cli import app
 
@@ -124,8 +125,20 @@ def test_graph_and_contradictions_commands(tmp_path: Path) -> None:
     found = json.loads(run("contradictions", "--json", ws=ws).stdout)
     assert found and {"kind", "type", "topic", "difference", "statements", "certainty"} <= found[0].keys()
     assert len(found[0]["statements"]) == 2
-    result = run("query", "catalog integration", "--mode", "balanced", "--json", ws=ws)
-    assert len({r["lens"] for r in json.loads(result.stdout)["results"]}) == 6
+    result = run("query", "catalog integration", "--mode", "balanced", "-k", "6", "--json", ws=ws)
+    assert len({r["lens"] for r in json.loads(result.stdout)["results"]}) == 6  # one of each lens, in turn
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic"])
+def test_query_without_k_prints_retrieval_k_results_in_every_mode(sample_ws: Path, mode: str) -> None:
+    def count(*args: str) -> int:
+        result = run("query", "catalog integration and the event bus", "--mode", mode, *args, ws=sample_ws)
+        assert result.exit_code == 0, result.output
+        return len(json.loads(result.stdout)["results"]) if "--json" in args else \
+            len(re.findall(r"^  \d+\. ", result.stdout, re.MULTILINE))
+
+    assert 0 < count("--json") <= 5 and 0 < count() <= 5  # retrieval.k; graph and balanced printed 24 to 50
+    assert count("--json", "-k", "2") == 2
 
 
 def test_query_and_ask_pass_the_modes_own_options(tmp_path: Path, materials: Path) -> None:
@@ -225,6 +238,36 @@ def test_delete_a_folder_deletes_every_document_under_it_even_once_gone(tmp_path
     result = run("delete", str(folder), "--yes", ws=ws)
     assert result.exit_code == 0 and "deleted 2 documents (history kept)" in result.stdout
     assert json.loads(run("stats", "--json", ws=ws).stdout)["documents"] == 1
+
+
+def test_a_file_named_like_an_option_is_a_file_only_after_double_dash(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    ws, folder = _ingested(tmp_path)
+    (folder / "--yes").write_text("", encoding="utf-8")
+    (folder / "-y").write_text("", encoding="utf-8")
+    monkeypatch.chdir(folder)
+
+    def delete(*args: str) -> Result:
+        return runner.invoke(app, ["delete", "--workspace", str(ws), *args], env=FAST)
+
+    def documents() -> int:
+        return int(json.loads(run("stats", "--json", ws=ws).stdout)["documents"])
+
+    # 'ragloom delete *' in this folder: the shell passes "--yes" first, and it once confirmed the deletion.
+    for args in (["--yes", "-y", "a.md", "b.md"], ["-y", "a.md"], ["a.md", "--yes"]):
+        result = delete(*args)
+        assert result.exit_code == 2 and documents() == 2, result.output
+        message = " ".join(result.output.replace("│", " ").split())
+        assert "is an option, and also a file in this folder" in message and "nothing was done" in message
+        assert "'ragloom delete [OPTIONS] -- FILE...'" in message
+    assert run("ingest", "--sync", str(folder), "--lens", "x", ws=ws).exit_code == 0  # no such file: an option
+    (folder / "--sync").write_text("", encoding="utf-8")
+    assert run("ingest", "--sync", str(folder), "--lens", "x", ws=ws).exit_code == 2
+    # After "--" every argument is a name: not a confirmation, so it asks (and cannot, without a terminal).
+    result = delete("--", "--yes", "-y", "a.md")
+    assert result.exit_code == 2 and "pass --yes to confirm" in " ".join(result.stderr.split()) and documents() == 2
+    result = delete("--yes", "--", "--yes", "-y", "a.md")  # confirmed before "--"; the names after it
+    assert result.exit_code == 0 and "deleted 1 document (history kept)" in result.stdout and documents() == 1
 
 
 def _in_a_terminal(args: list[str], answer: str) -> tuple[int, str]:
@@ -377,6 +420,74 @@ def test_init_config_show_and_version(tmp_path: Path) -> None:
     assert version.exit_code == 0 and version.stdout.startswith("ragloom ")
 
 
+def test_config_show_prints_toml_that_reads_back(tmp_path: Path) -> None:
+    import tomllib
+
+    ws, copy = tmp_path / "ws", tmp_path / "copy"
+    ws.mkdir()
+    (ws / "ragloom.toml").write_text('[chunking]\nchunk_size = 512\n[llm]\nprovider = "openai"\n', encoding="utf-8")
+    env = {**FAST, "RAGLOOM_RETRIEVAL__K": "9", "RAGLOOM_SERVER__MAX_K": "40"}
+    shown = runner.invoke(app, ["config", "show", "--workspace", str(ws)], env=env)
+    assert shown.exit_code == 0, shown.output  # the settings not set ([llm] model, ...) once ended in a traceback
+    text = shown.stdout
+    for section in ("chunking", "llm", "server", "prefix", "sentences", "entities"):
+        assert f"\n[{section}]\n" in text, section
+    for name in ("model", "base_url", "temperature", "llm_context_model", "query_floor", "gazetteer"):
+        assert f"\n# {name} = (not set)" in text, name
+    assert re.search(r"^k = 9 +# from RAGLOOM_RETRIEVAL__K$", text, re.MULTILINE)
+    assert re.search(rf"^chunk_size = 512 +# from {re.escape(str(ws / 'ragloom.toml'))}$", text, re.MULTILINE)
+    tomllib.loads(text)
+    copy.mkdir()
+    (copy / "ragloom.toml").write_text(text, encoding="utf-8")  # saved as a workspace's settings: the same values
+
+    def values(folder: Path, environ: dict[str, str]) -> dict[str, object]:
+        result = runner.invoke(app, ["config", "show", "--json", "--workspace", str(folder)], env=environ)
+        assert result.exit_code == 0, result.output
+        return {r["key"]: r["value"] for r in json.loads(result.stdout)}
+
+    assert values(copy, FAST) == values(ws, env)
+    changed = runner.invoke(app, ["config", "show", "--changed", "--workspace", str(ws)], env=env).stdout
+    assert tomllib.loads(changed) == {"chunking": {"chunk_size": 512}, "llm": {"provider": "openai"},
+                                      "retrieval": {"k": 9}, "server": {"max_k": 40},
+                                      "embedding": {"cache": False, "model": "hashing"}}
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    """(path, click command) of every command and group of the command line."""
+    import typer.main
+
+    found: list[tuple[list[str], Any]] = []
+
+    def walk(command: Any, path: list[str]) -> None:  # noqa: ANN401 - typer's click commands
+        found.append((path, command))
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
+def test_help_shows_the_extras_to_install_with_their_brackets() -> None:
+    """rich reads "[distributed]" as markup and drops it: "pip install 'ragloom'"."""
+    extra = re.compile(r"ragloom\\?\[([\w,-]+)\]")
+    checked = []
+    for path, command in _commands():
+        texts = [command.help, command.epilog, *(getattr(param, "help", None) for param in command.params)]
+        # A group's help lists its commands' first lines.
+        texts += [sub.help.split("\n\n")[0] for sub in getattr(command, "commands", {}).values() if sub.help]
+        wanted = {f"ragloom[{name}]" for text in texts if text for name in extra.findall(text)}
+        if not wanted:
+            continue
+        result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "TERMINAL_WIDTH": "200"})
+        assert result.exit_code == 0, result.output
+        shown = result.stdout.replace("│", " ")
+        for text in sorted(wanted):
+            assert text in shown, (path, text, shown)
+        assert "ragloom\\[" not in shown and "'ragloom')" not in shown, path
+        checked.append(path)
+    assert ["ingest"] in checked
+
+
 def test_ingest_draws_one_bar_whose_total_follows_the_embedding() -> None:
     import io
 
@@ -401,6 +512,56 @@ def test_ingest_draws_one_bar_whose_total_follows_the_embedding() -> None:
     progress.advance("Embedding", 120)
     task = bar.tasks[0]
     assert task.completed == task.total == 10 + 220 and "≈" not in task.fields["counts"]  # done: exact
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_the_ingest_bar_shows_texts_per_second_and_the_time_left_once_a_file_is_read(columns: int) -> None:
+    """With a clock the test moves (rich's Progress and its columns read the console's), no sleeps."""
+    import io
+
+    from rich.console import Console
+
+    from ragloom import cli
+
+    now = [1000.0]
+    original = cli.err
+    cli.err = Console(file=io.StringIO(), width=columns, force_terminal=False, get_time=lambda: now[0])
+    try:
+        with cli._ingest_progress(label="Ingesting") as progress:
+            assert progress is not None
+
+            def shown() -> str:
+                out = io.StringIO()
+                Console(file=out, width=columns, force_terminal=False).print(progress.progress.get_renderable())
+                line = out.getvalue().rstrip("\n")
+                assert "\n" not in line and len(line) <= columns and "…" not in line, line
+                return line
+
+            progress.stage("Reading", 10)  # the clock starts with the work
+            assert shown().endswith("ETA -:--:--")  # nothing done yet
+            now[0] += 4
+            progress.advance("Reading")
+            assert shown().endswith("ETA 0:00:36")  # one file in 4 s: 9 to go, from the files alone
+            now[0] += 2
+            assert shown().endswith("ETA 0:00:54")  # no news for 2 s: the estimate moves on its own
+            progress.stage("Embedding", 100)  # the first batch (1 file): ≈1,000 texts for 10 files
+            now[0] += 5
+            progress.advance("Embedding", 50)
+            line = shown()
+            # 50 texts in the 5 s since the batch began; 51 of 1,010 units in 11 s: 959 more take 207 s.
+            assert re.search(r" 10/s .*ETA 0:03:27$", line), line
+            assert columns < cli.WIDE_BAR or "0:00:11 ETA" in line  # the elapsed time, wide
+            now[0] += 5
+            assert re.search(r" 5\.0/s .*ETA 0:05:01$", shown())  # 5 s more, no text: slower (16 s × 959 / 51)
+            progress.advance("Reading", 9)
+            progress.stage("Embedding", 900)
+            progress.advance("Embedding", 950)
+            line = shown()  # done: 1,000 texts in 10 s, nothing left
+            assert "10/10 documents" in line and re.search(r" 100/s .*ETA 0:00:00$", line), line
+            now[0] += 60
+            assert shown() == line  # and it stays so
+    finally:
+        cli.err = original
 
 
 @pytest.mark.parametrize(("columns", "documents", "texts", "contexts"), [

@@ -50,3 +50,21 @@ def test_the_readme_examples_run_and_show_results(demo_folder: Path, monkeypatch
     assert (demo_folder / "roadmap.md").is_file()  # engine.generate(out="roadmap.md")
     assert names["chain"].invoke("What blocks the catalog integration?")  # the LangChain chain, again
     assert "since" in names["recent"].timings
+
+
+def test_the_readme_says_how_to_install_into_a_project_in_plain_words() -> None:
+    import re
+    import tomllib
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "\nmake demo " in text and "\nmake test " in text  # the setup stays two commands
+    section = text.split("\n## Install into your own project\n", 1)[1].split("\n## ", 1)[0]
+    torch = re.search(r"^TORCH\s*:=\s*(\S+)$", (ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE)
+    assert torch is not None
+    assert re.findall(r"^pip install .*$", section, re.MULTILINE) == [f"pip install {torch.group(1)}",
+                                                                       "pip install 'ragloom[local]'"]
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    for extra in sorted(set(extras) - {"bench", "dev"}):  # what each extra a user may want gives
+        assert re.search(rf"^\| `{extra}` \| \S", section, re.MULTILINE), extra
+    # The project's own history means nothing to a newcomer: "seed 000's six queries", "issue 17".
+    assert not re.search(r"\bseed 0\d\d|\bissues? \d+|\bseed's\b", text, re.IGNORECASE)

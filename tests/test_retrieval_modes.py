@@ -11,7 +11,7 @@ import pytest
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
 from ragloom.errors import InvalidParameterError
-from ragloom.retrieve.base import get_mode
+from ragloom.retrieve.base import get_mode, mode_names
 
 from .conftest import fast_settings, sample_engine
 
@@ -23,7 +23,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory, materials: Path) -> Engine:
 
 def test_balanced_returns_every_lens(loaded: Engine, materials: Path) -> None:
     lenses = {p.name for p in materials.iterdir() if p.is_dir()}
-    result = loaded.query("roadmap priorities and timeline", mode="balanced")
+    result = loaded.query("roadmap priorities and timeline", mode="balanced", k=len(lenses) * 8)
     counts = Counter(r.lens for r in result)
     assert set(counts) == lenses
     assert all(n <= 8 for n in counts.values())
@@ -32,6 +32,22 @@ def test_balanced_returns_every_lens(loaded: Engine, materials: Path) -> None:
     assert relevance == sorted(relevance, reverse=True) and relevance[0] == 1.0  # shown best first
     short = loaded.query("roadmap priorities and timeline", mode="balanced", k=len(lenses))
     assert {r.lens for r in short} == lenses  # taken in turn: a short list is balanced too
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic"])
+def test_every_mode_returns_retrieval_k_results_unless_k_is_given(loaded: Engine, mode: str) -> None:
+    assert set(mode_names()) >= {"vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic"}
+    text = "roadmap priorities, the catalog integration and the event bus"
+    k = loaded.settings.retrieval.k
+    default = loaded.query(text, mode=mode)
+    assert 0 < len(default) <= k == 5, len(default)  # balanced and graph once gave 48 and 50
+    assert loaded.queries.request(text, mode=mode).k == k
+    assert [r.chunk_id for r in default] == [r.chunk_id for r in loaded.query(text, mode=mode, k=k)]
+    more = loaded.query(text, mode=mode, k=12)
+    assert len(default) <= len(more) <= 12
+    if mode in ("balanced", "graph", "vector", "bm25", "hybrid"):
+        assert len(more) == 12
+    assert len(loaded.query(text, mode=mode, budget=3000)) <= loaded.settings.context_optimization.candidates
 
 
 def test_balanced_uses_the_workspaces_lenses_unless_settings_name_them(tmp_path: Path, materials: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -16,13 +17,15 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from ragloom.enrich.llm_context import STAGE as CONTEXT_STAGE
 from ragloom.errors import ConfigError, NoWorkspaceError, RagloomError, WorkspaceMismatchWarning
@@ -151,10 +154,11 @@ def _progress(enabled: bool = True) -> Iterator[_RichProgress | None]:
 #: Terminal columns below which the ingest bar draws its compact form (fits 80 columns).
 WIDE_BAR = 120
 #: What the ingest bar's other columns take, its label aside, wide and compact: the spinner, the
-#: bar (40 or 12), the percentage (wide), the elapsed time (wide), "ETA" and the time left, the
-#: spaces between them, and two to spare.
-_WIDE_COLUMNS = 71
-_COMPACT_COLUMNS = 30
+#: bar (40, or 12 that rich narrows to 6 before it cuts any text), the percentage (wide), the
+#: rate (6: "8.3/s", "210/s", "1.2k/s"), the elapsed time (wide), "ETA" and the time left, the
+#: spaces between them, and (wide) two to spare.
+_WIDE_COLUMNS = 78
+_COMPACT_COLUMNS = 29
 
 
 def _short_count(n: int) -> str:
@@ -168,16 +172,24 @@ def _short_count(n: int) -> str:
 
 class _IngestProgress(_RichProgress):
     """One bar for a whole ingest (or reindex): documents read, and the chunks and sentences
-    they need embedded.
+    they need embedded, with the texts embedded per second and the time left.
 
     The bar counts one unit per document and one per text to embed, so its ETA follows the
     embedding, where the time goes. Documents are embedded in batches as they are read, so
-    the texts still to come are estimated from the documents read so far (shown with ≈).
+    the texts still to come are estimated from the documents read so far (shown with ≈). The
+    time left is the time so far times the share of the units still to do, from the first
+    document read (before any text is known, from the documents alone, and the embedding to
+    come raises it); rich's own estimate starts again whenever the total changes, which it does
+    at every batch, and so showed -:--:-- for most of a run.
     """
 
     def __init__(self, progress: Progress, label: str, *, compact: bool = False, width: int | None = None) -> None:
         super().__init__(progress)
-        self.task = progress.add_task(label, total=None, counts="", visible=False)  # shown once work starts
+        # Shown, and its clock started, once work starts (not while the workspace is opened).
+        self.task = progress.add_task(label, total=None, counts="", embedded=0, embedding_since=None, visible=False,
+                                      start=False)
+        self.started = False
+        self.embedding_since: float | None = None  # when the first batch started embedding
         self.compact = compact  # counts short enough for an 80-column terminal
         #: Characters the counts may take on one line of a ``width``-column terminal (None: any).
         self.room = None if width is None else width - len(label) - (_COMPACT_COLUMNS if compact else _WIDE_COLUMNS)
@@ -194,6 +206,8 @@ class _IngestProgress(_RichProgress):
         elif name == "Embedding":
             self.declared += total or 0
             self.read_at_batch = self.read
+            if self.embedding_since is None:
+                self.embedding_since = self.progress.get_time()
         elif name == CONTEXT_STAGE:
             self.contexts[1] += total or 0
         self._draw()
@@ -208,6 +222,9 @@ class _IngestProgress(_RichProgress):
         self._draw()
 
     def _draw(self) -> None:
+        if not self.started:
+            self.started = True
+            self.progress.start_task(self.task)
         documents = max(self.documents or 0, self.read)
         expected = self.declared
         if self.read_at_batch and documents > self.read_at_batch:
@@ -222,7 +239,8 @@ class _IngestProgress(_RichProgress):
             if self.room is None or len(counts) <= self.room:
                 break
         self.progress.update(self.task, completed=self.read + self.embedded + written,
-                             total=documents + expected + asked, counts=counts, visible=True)
+                             total=documents + expected + asked, counts=counts, visible=True,
+                             embedded=self.embedded, embedding_since=self.embedding_since)
 
     def _counts(self, documents: int, expected: int, *, short: bool, words: bool, read: bool) -> str:
         """The counts, with numbers in ``short`` form (12k), ``words`` for 80 columns, and the
@@ -238,16 +256,71 @@ class _IngestProgress(_RichProgress):
         return ", ".join(parts)
 
 
+def _clock(seconds: float) -> str:
+    """Seconds as h:mm:ss, rounded up (rich's way)."""
+    minutes, secs = divmod(math.ceil(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}"
+
+
+def _now(task: Task) -> float:
+    """The task's present: when it finished, once it has (its rate and time left then stay put)."""
+    if task.finished and task.start_time is not None and task.finished_time is not None:
+        return task.start_time + task.finished_time
+    return task.get_time()
+
+
+class _TimeLeftColumn(ProgressColumn):
+    """The time so far times the share of the work still to do: drawn at each refresh, so it
+    moves while a long batch embeds; -:--:-- until something is done."""
+
+    def render(self, task: Task) -> Text:
+        if task.finished:
+            return Text("0:00:00", style="progress.remaining")
+        if task.start_time is None or not task.completed or task.total is None:
+            return Text("-:--:--", style="progress.remaining")
+        elapsed = _now(task) - task.start_time
+        return Text(_clock(elapsed * max(0.0, task.total - task.completed) / task.completed),
+                    style="progress.remaining")
+
+
+class _RateColumn(ProgressColumn):
+    """Chunks and sentences embedded per second since the first batch began (blank before),
+    in at most six characters: 8.3/s, 210/s, 1.2k/s, 12k/s."""
+
+    def render(self, task: Task) -> Text:
+        since, embedded = task.fields.get("embedding_since"), task.fields.get("embedded", 0)
+        seconds = _now(task) - since if since is not None else 0.0
+        if not embedded or seconds <= 0:
+            return Text("")
+        return Text(_per_second(embedded / seconds), style="progress.data.speed")
+
+
+def _per_second(rate: float) -> str:
+    """A rate in at most six characters: 8.3/s, 210/s, 1.2k/s, 12k/s, 3.4M/s."""
+    for unit, scale in (("", 1.0), ("k", 1e3), ("M", 1e6)):
+        if rate / scale < 9.95:
+            return f"{rate / scale:.1f}{unit}/s"
+        if rate / scale < 999.5:
+            return f"{rate / scale:.0f}{unit}/s"
+    return f"{rate / 1e9:.1f}G/s"
+
+
+def _ingest_columns(compact: bool) -> list[ProgressColumn]:
+    """The ingest bar's columns: compact for a narrow terminal (a short bar and counts, no
+    percentage or elapsed time)."""
+    return [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=12 if compact else 40),
+            *([] if compact else [TaskProgressColumn()]), TextColumn("{task.fields[counts]}"), _RateColumn(),
+            *([] if compact else [TimeElapsedColumn()]), TextColumn("ETA"), _TimeLeftColumn()]
+
+
 @contextmanager
 def _ingest_progress(enabled: bool = True, label: str = "Ingesting") -> Iterator[_IngestProgress | None]:
     if not enabled:
         yield None
         return
-    compact = err.width < WIDE_BAR  # a narrow terminal: a short bar and counts, no percentage or elapsed time
-    columns = [SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=12 if compact else 40),
-               *([] if compact else [TaskProgressColumn()]), TextColumn("{task.fields[counts]}"),
-               *([] if compact else [TimeElapsedColumn()]), TextColumn("ETA"), TimeRemainingColumn()]
-    with Progress(*columns, console=err, transient=False) as bar:
+    compact = err.width < WIDE_BAR
+    with Progress(*_ingest_columns(compact), console=err, transient=False) as bar:
         yield _IngestProgress(bar, label, compact=compact, width=err.width)
 
 
@@ -258,10 +331,26 @@ def _display_path(path: str) -> str:
         return path
 
 
+class _FileArguments(typer.core.TyperCommand):
+    """A command whose arguments are file names. As Unix tools read them, an argument before
+    ``--`` that starts with ``-`` is an option, and every one after ``--`` is a name. Without
+    ``--``, an option that is also the name of a file here (a file called ``--yes``, which
+    ``ragloom delete *`` passes along with the others) is refused: the user may not have typed it."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # noqa: ANN401 - typer's own click Context
+        for arg in [] if "--" in args else args:  # with "--", the user has said which are options
+            if arg.startswith("-") and arg != "-" and (Path(arg).exists() or Path(arg).is_symlink()):
+                ctx.fail(f"{arg!r} is an option, and also a file in this folder (did a * put it there?); nothing "
+                         f"was done. Put file names after '--', where every argument is a file name: "
+                         f"'{ctx.command_path} [OPTIONS] -- FILE...'")
+        result: list[str] = super().parse_args(ctx, args)
+        return result
+
+
 # -- commands ----------------------------------------------------------------------------------
 
 
-@app.command()
+@app.command(cls=_FileArguments)
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders (read recursively).")],
     lens: Annotated[str, typer.Option("--lens", "-l", help="The perspective these documents speak from.")],
@@ -270,8 +359,9 @@ def ingest(
     as_json: JsonOpt = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
-    runner: Annotated[str, typer.Option("--runner", help="local (this process) or ray (the same stages on a Ray "
-                                        "cluster; pip install 'ragloom[distributed]').")] = "local",
+    runner: Annotated[str, typer.Option("--runner", help=escape(  # rich reads [distributed] as markup
+        "local (this process) or ray (the same stages on a Ray cluster; pip install 'ragloom[distributed]').")
+    )] = "local",
     address: Annotated[str | None, typer.Option("--address", help="With --runner ray: the cluster (ray://host:10001 "
                                                 "or auto); default: a local Ray on this machine's cores.")] = None,
     workers: Annotated[int | None, typer.Option("--workers", min=1, help="With --runner ray: embedding actors, one "
@@ -484,7 +574,8 @@ def _print_answer(result: Any, writer: Any, *, streamed: bool = False) -> None: 
 def generate(
     context: Annotated[str, typer.Option("--context", help="What the report should keep in mind (a focus, a goal).")] = "",
     queries: Annotated[Path | None, typer.Option("--queries", help="A file of queries, one per line "
-                                                 "(default: seed 000's six).")] = None,
+                                                 "(default: six built in: strategy, roadmap, architecture, customers, "
+                                                 "resources, risks).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Also write the report here (.md, and .json beside it).")] = None,
     title: Annotated[str | None, typer.Option("--title")] = None,
     lens: LensesOpt = None,
@@ -592,7 +683,7 @@ def clear(
     console.print(f"removed {removed} documents")
 
 
-@app.command()
+@app.command(cls=_FileArguments)
 def delete(
     documents: Annotated[list[str], typer.Argument(help="File paths (as ingested), folders (every document under "
                                                    "them) or document ids.", show_default=False)],
@@ -920,6 +1011,9 @@ def ui(
     port: Annotated[int, typer.Option("--port", "-p", help="Port to serve on.")] = 8501,
     host: Annotated[str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only).")]
     = "127.0.0.1",
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Allow a --host beyond this machine: the app has no login, so anyone who can reach the "
+                           "port can read every document.")] = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
@@ -927,7 +1021,7 @@ def ui(
     from ragloom.ui import launch
 
     with _errors():
-        code = launch(workspace, config=config, port=port, host=host)
+        code = launch(workspace, config=config, port=port, host=host, insecure=insecure)
     raise typer.Exit(code)
 
 
@@ -936,17 +1030,54 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only; "
                                       "0.0.0.0: every interface).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", "-p", help="Port to listen on (0: any free port).")] = 8000,
+    insecure: Annotated[bool, typer.Option("--insecure", help="Listen beyond this machine without API keys: "
+                                           "anyone who reaches the port reads every tenant (docs/security.md).")]
+    = False,
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Serve the HTTP API with one warm engine (the model loads once): query, ask, ingest, generate,
-    stats, graph, contradictions, history, entities. API docs at /docs."""
+    """Serve the HTTP API with one warm engine (the model loads once): query, ask, upload, ingest,
+    generate, stats, graph, contradictions, history, entities. API docs at /docs; keys: 'ragloom keys'."""
     from ragloom.server import serve as serve_api
 
     with _errors():
         engine = _engine(workspace, config, create=True)
         _print_warnings(engine.warnings)
-        serve_api(engine=engine, host=host, port=port)
+        serve_api(engine=engine, host=host, port=port, insecure=insecure)
+
+
+@app.command()
+def mcp(
+    transport: Annotated[str, typer.Option("--transport", help="stdio (the client starts this command: Claude "
+                                           "Desktop, Claude Code) or http (streamable HTTP at /mcp on --host and "
+                                           "--port).")] = "stdio",
+    host: Annotated[str, typer.Option("--host", help="http: the address to listen on (127.0.0.1: this machine "
+                                      "only; any other needs API keys in the workspace, or --insecure).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", "-p", help="http: the port to listen on (0: any free port).")] = 8765,
+    key: Annotated[str | None, typer.Option("--key", envvar="RAGLOOM_API_KEY", show_default=False,
+                                            help="stdio: serve as this API key (its tenant only, its role); over "
+                                            "http every request brings its own key.")] = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", "-t", help="Serve this tenant only (default: the tenant "
+                                               "setting, or the tenant a call names).")] = None,
+    insecure: Annotated[bool, typer.Option("--insecure", help="http: listen beyond this machine without API keys "
+                                           "(every caller reads everything).")] = False,
+    workspace: WorkspaceOpt = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Serve the workspace to agents over the Model Context Protocol (the mcp extra): tools search,
+    ask, report, decisions, timeline, contradictions, stats; its documents and chunks as resources."""
+    import os
+
+    from ragloom.mcpserver import serve as serve_mcp
+
+    # The key is a credential, not a setting: out of the environment before the settings read it
+    # (they take every RAGLOOM_* variable for one), and so out of any child process's.
+    os.environ.pop("RAGLOOM_API_KEY", None)
+    with _errors():
+        engine = _engine(workspace, config)
+        _print_warnings(engine.warnings)
+        serve_mcp(engine, transport=transport, host=host, port=port, key=key, tenant=tenant, insecure=insecure)
 
 
 CHAT_HELP = """\
@@ -1105,24 +1236,84 @@ def config_show(
     workspace: WorkspaceOpt = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Every effective setting, its value and where the value came from (default, a file, a variable)."""
-    from ragloom.configfile import effective_settings, toml_value
+    """Every effective setting as TOML (save it as a ragloom.toml), each value set by a file or a
+    variable followed by where it came from; a setting that is not set is commented out."""
+    from ragloom.configfile import effective_settings, settings_toml
     from ragloom.workspace import resolve_workspace
 
     with _errors():
-        rows = effective_settings(resolve_workspace(workspace), config_file=config)
+        folder = resolve_workspace(workspace)
+        rows = effective_settings(folder, config_file=config)
     if changed:
         rows = [r for r in rows if r.source != "default"]
     if as_json:
         _print_json([r.to_dict() for r in rows])
         return
-    table = Table()
-    for column in ("setting", "value", "from"):
-        table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(escape(r.key), escape(toml_value(r.value)), "[dim]default[/]" if r.source == "default"
-                      else f"[cyan]{escape(r.source)}[/]")
-    console.print(table)
+    heading = [f"ragloom settings in effect for the workspace {folder}"
+               + (", only those a file or a variable sets" if changed else "") + ".",
+               "A value a file or a variable sets says which; a setting not set is commented out.",
+               "This is TOML that ragloom reads: save it as ragloom.toml to keep these settings."]
+    # Written as is: rich would read [chunking] as markup, and wrap long values.
+    sys.stdout.write(settings_toml(rows, heading=heading))
+
+
+keys_app = typer.Typer(help="API keys for 'ragloom serve' and 'ragloom mcp': each bound to one tenant and one role "
+                       "(read, write, admin). With no key the servers answer on this machine only.",
+                       no_args_is_help=True)
+app.add_typer(keys_app, name="keys")
+
+
+def _keys(workspace: Path | None) -> Any:  # noqa: ANN401 - a Keys
+    from ragloom.access import Keys
+    from ragloom.workspace import Workspace
+
+    return Keys(Workspace(workspace).path)
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="The only tenant requests with this key read and write.")]
+    = "default",
+    role: Annotated[str, typer.Option("--role", help="read (search, ask, stats), write (also upload and reports) "
+                                      "or admin (also ingest from server.ingest_roots).")] = "read",
+    name: Annotated[str | None, typer.Option("--name", help="A name to know it by (default: tenant-role-id).")]
+    = None,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Create an API key; it is shown once, only its hash is kept (in the workspace's keys.json)."""
+    with _errors():
+        grant, key = _keys(workspace).create(tenant=tenant, role=role, name=name)
+    if as_json:
+        _print_json({**grant.to_dict(), "key": key})
+        return
+    console.print(f"created {escape(grant.name)} (id {grant.id}): tenant {escape(grant.tenant)}, role {grant.role}")
+    console.print("the key (shown this once; send it as 'Authorization: Bearer KEY'):")
+    print(key, flush=True)
+
+
+@keys_app.command("list")
+def keys_list(as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
+    """Every API key of the workspace: id, name, tenant, role, when it was made (never the key)."""
+    with _errors():
+        grants = _keys(workspace).list()
+    if as_json:
+        _print_json([g.to_dict() for g in grants])
+        return
+    if not grants:
+        console.print("no API keys: 'ragloom serve' and 'ragloom mcp' answer on this machine only "
+                      "('ragloom keys create' makes one)")
+    for g in grants:
+        console.print(f"{g.id}  {escape(g.name)}  tenant {escape(g.tenant)}  {g.role}  {g.created}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(key: Annotated[str, typer.Argument(help="The key's id or name (ragloom keys list).")],
+                workspace: WorkspaceOpt = None) -> None:
+    """Revoke an API key: a running server refuses it from its next request."""
+    with _errors():
+        grant = _keys(workspace).revoke(key)
+    console.print(f"revoked {escape(grant.name)} (id {grant.id}, tenant {escape(grant.tenant)}, {grant.role})")
 
 
 def _version(value: bool) -> None:

@@ -285,6 +285,30 @@ class IngestSettings(_Section):
     batch_chunks: int = Field(512, ge=1, description="chunks embedded and written per batch")
 
 
+class ServerSettings(_Section):
+    """``[server]``: who may call ``ragloom serve`` and ``ragloom mcp``, what they may read on the
+    server's disk, and how big a request may be (docs/security.md)."""
+
+    ingest_roots: tuple[str, ...] = Field(
+        (), description="folders under which POST /ingest may read files by path (symlinks resolved first); empty: "
+                        "no ingest by path over HTTP, uploads only (stored under the workspace's uploads/)")
+    trusted_hosts: tuple[str, ...] = Field(
+        (), description="Host header values the server answers besides localhost, 127.0.0.1, ::1 and the address it "
+                        "is bound to (a DNS-rebinding guard); \"*\" answers any")
+    cors_origins: tuple[str, ...] = Field(
+        (), description="browser origins allowed to call the API (CORS); empty: none, and a request from another "
+                        "origin is refused")
+    max_body_mb: float = Field(8.0, gt=0, description="largest request body (MiB); larger is a 413 before it is read")
+    max_text_chars: int = Field(20_000, ge=1, description="longest query, question or report context (characters)")
+    max_queries: int = Field(20, ge=1, description="most report queries in one request")
+    max_k: int = Field(500, ge=1, description="most results or candidates one request may ask for")
+    max_budget: int = Field(200_000, ge=1, description="largest token budget one request may ask for")
+    max_paths: int = Field(100, ge=1, description="most paths or uploaded files in one ingest request")
+    llm_key_variables: tuple[str, ...] = Field(
+        (), description="environment variables the web app's Settings page may name as an LLM key besides the "
+                        "providers' own (ANTHROPIC_API_KEY, OPENAI_API_KEY)")
+
+
 #: Provider name -> (default model, default strongest model, default key variable, base URL variable).
 PROVIDER_DEFAULTS: dict[str, tuple[str, str, str, str]] = {
     "anthropic": ("claude-sonnet-4-6", "claude-opus-4-1", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
@@ -358,6 +382,7 @@ class Settings(_Section):
     graph: GraphSettings = GraphSettings()
     context_optimization: ContextSettings = ContextSettings()
     llm: LLMSettings = LLMSettings()
+    server: ServerSettings = ServerSettings()
 
     @model_validator(mode="after")
     def _check_chunking(self) -> Settings:
@@ -487,7 +512,7 @@ def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 #: line (``--workspace``, ``--config``), the shared test and evaluation data, the cache of model
 #: exports, and the crash test's number of kills.
 NON_SETTING_VARIABLES = frozenset({"RAGLOOM_WORKSPACE", "RAGLOOM_CONFIG", "RAGLOOM_SHARED_DATA", "RAGLOOM_CACHE_DIR",
-                                   "RAGLOOM_CRASH_KILLS"})
+                                   "RAGLOOM_CRASH_KILLS", "RAGLOOM_API_KEY"})
 #: The ``RAGLOOM_*`` names of the environment last read by :func:`env_overrides` in this
 #: context, so that an error can say a value came from one of them.
 _ENVIRON_SEEN: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("ragloom_environ", default=frozenset())

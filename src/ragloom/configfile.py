@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from ragloom.errors import ConfigError
 #: Sections written to a new ``ragloom.toml``, in this order (``doc_types`` rules are a list of
 #: tables, shown as one example instead).
 SECTIONS = ("chunking", "prefix", "embedding", "retrieval", "sentences", "graph", "context_optimization", "entities",
-            "ingest", "workspace", "llm")
+            "ingest", "workspace", "llm", "server")
 WIDTH = 44  # the column where a setting's description starts
 
 
@@ -39,18 +40,39 @@ class Setting:
 
 
 def toml_value(value: Any) -> str:  # noqa: ANN401 - any setting
-    """A setting's value as TOML writes it (strings quoted, lists bracketed)."""
+    """A setting's value as TOML writes it (strings quoted, lists bracketed). TOML has no null:
+    a None raises a :class:`ConfigError` (:func:`settings_toml` comments such a setting out)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
-        return repr(value)
+        return repr(value)  # inf, nan, 1e-05 and 1e+16 are TOML as Python writes them
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _toml_string(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(toml_value(v) for v in value) + "]"
     if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{toml_key(str(k))} = {toml_value(v)}" for k, v in value.items()) + "}"
     raise ConfigError(f"cannot write the setting value {value!r} as TOML")
+
+
+def _toml_string(text: str) -> str:
+    # JSON escapes the quote, the backslash and U+0000..U+001F as TOML's basic strings do;
+    # TOML also wants DEL escaped.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def toml_key(name: str) -> str:
+    """A key as TOML writes it: bare when it can be, else quoted."""
+    return name if _BARE_KEY.fullmatch(name) else _toml_string(name)
+
+
+def _comment(text: str) -> str:
+    """``text`` fit for a TOML comment, which ends at a newline and may hold no control
+    character: those are written as Python escapes (a path may hold anything)."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 def _fields(model: type[BaseModel], values: BaseModel) -> Iterator[tuple[str, Any, str]]:
@@ -141,8 +163,56 @@ def effective_settings(workspace: Path, *, config_file: Path | None = None,
                 sources[key] = str(path)
     for key in _keys_set(env_overrides(environ)):
         sources[key] = ENV_PREFIX + "__".join(key.split(".")).upper()
-    flat = _flatten(json.loads(settings.model_dump_json()))
-    if settings.doc_types.rules:  # one line for the rules: a list of tables reads badly as dotted keys
+    return setting_rows(settings, sources)
+
+
+def setting_rows(settings: Settings, sources: Mapping[str, str] | None = None) -> list[Setting]:
+    """Every setting of ``settings`` as a row, sorted by key, with its source from ``sources``
+    (dotted key -> source; ``default`` for the others)."""
+    sources = sources or {}
+    # Python values, not JSON ones: JSON would turn an infinite timeout into null.
+    flat = _flatten(settings.model_dump())
+    if settings.doc_types.rules:  # one row for the rules: a list of tables reads badly as dotted keys
         flat = {k: v for k, v in flat.items() if not k.startswith("doc_types.rules")}
         flat["doc_types.rules"] = [r.model_dump(exclude_none=True) for r in settings.doc_types.rules]
     return [Setting(key, value, sources.get(key, "default")) for key, value in sorted(flat.items())]
+
+
+def settings_toml(rows: Sequence[Setting], *, heading: Sequence[str] = ()) -> str:
+    """``rows`` as a TOML file that :meth:`Settings.load` reads back to the same settings:
+    each section under its header, a value from a file or a variable followed by a comment
+    naming it, and a setting that is not set (None, which TOML cannot write) commented out as
+    ``# key = (not set)``. A list of tables (``doc_types.rules``) becomes ``[[section.key]]``
+    tables after its section's other keys. ``heading`` lines come first, as comments."""
+    lines = [f"# {_comment(line)}".rstrip() for line in heading]
+    sections: dict[str, list[Setting]] = {}
+    for row in rows:
+        section, _, rest = row.key.partition(".")
+        if not rest:  # a top-level setting (tenant): before any table
+            lines.append(_setting_line(row.key, row))
+        else:
+            sections.setdefault(section, []).append(Setting(rest, row.value, row.source))
+    for section, members in sections.items():
+        tables = [m for m in members if isinstance(m.value, list | tuple) and m.value
+                  and all(isinstance(v, Mapping) for v in m.value)]
+        lines += ["", f"[{toml_key(section)}]"]
+        lines += [_setting_line(".".join(toml_key(p) for p in m.key.split(".")), m) for m in members if m not in tables]
+        for m in tables:
+            for i, table in enumerate(m.value):
+                header = f"[[{toml_key(section)}.{toml_key(m.key)}]]"
+                source = _source_comment(m.source) if i == 0 else ""
+                lines += ["", f"{header:<{WIDTH}} {source}".rstrip()]
+                lines += [f"{toml_key(str(k))} = {toml_value(v)}" for k, v in table.items() if v is not None]
+    if not rows:
+        lines.append("# (no settings to show)")
+    return "\n".join(lines).lstrip("\n") + "\n"
+
+
+def _source_comment(source: str) -> str:
+    return "" if source == "default" else f"# from {_comment(source)}"
+
+
+def _setting_line(key: str, row: Setting) -> str:
+    line = f"# {key} = (not set)" if row.value is None else f"{key} = {toml_value(row.value)}"
+    source = _source_comment(row.source)
+    return f"{line:<{WIDTH}} {source}" if source else line

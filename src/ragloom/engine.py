@@ -131,7 +131,8 @@ class Engine:
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
                sync: bool = False, progress: Progress | None = None, runner: str = "local",
-               address: str | None = None, workers: int | None = None) -> IngestReport:
+               address: str | None = None, workers: int | None = None, within: Sequence[str | Path] | None = None
+               ) -> IngestReport:
         """Read every supported file under ``paths`` into the store under ``lens``.
 
         Unchanged files (same bytes, same lens, every chunk present) are skipped before
@@ -142,13 +143,13 @@ class Engine:
 
         ``runner="ray"`` runs the same stages on Ray (``pip install 'ragloom[distributed]'``):
         on the cluster at ``address``, else on a local Ray started for the call, with
-        ``workers`` embedding actors (see :mod:`ragloom.ingest.distributed`).
-        """
+        ``workers`` embedding actors (:mod:`ragloom.ingest.distributed`). ``within``: files whose
+        real paths lie outside those folders are reported, never read."""
         from ragloom.ingest.distributed import runner as runner_named
 
-        chosen = runner_named(runner, address=address, workers=workers)
         self._warn()
-        return self.pipeline.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress, runner=chosen)
+        return self.pipeline.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=progress, within=within,
+                                    runner=runner_named(runner, address=address, workers=workers))
 
     def add_documents(self, documents: Sequence[Document], *, spans: Mapping[str, Sequence[PresetSpan]] | None = None,
                       progress: Progress | None = None) -> IngestReport:
@@ -190,7 +191,9 @@ class Engine:
               as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
               optimize: bool = False, dated_from: date | str | None = None, dated_to: date | str | None = None,
               **options: Any) -> QueryResult:  # noqa: ANN401
-        """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode``.
+        """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode`` (``k``:
+        ``retrieval.k`` when not given, whatever the mode; ``context_optimization.candidates``
+        to choose from when the query optimises a context).
 
         Two times, two meanings: ``as_of`` is a moment of the workspace's own history (what
         had been ingested by then, each document in the version it had then); ``dated_from``

@@ -196,6 +196,19 @@ class SymlinkLoopError(LoadError):
     reason = "symlink loop"
 
 
+class AccessDeniedError(RagloomError):
+    """A call that the caller's API key (or the server's binding) does not allow."""
+
+
+class OutsideRootsError(LoadError):
+    """A file whose real path lies outside the folders a server may read (``server.ingest_roots``)."""
+
+    reason = "outside the folders this server may read"
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__(path, fix="ask the operator to add its folder to server.ingest_roots, or upload it")
+
+
 class UnreadableFileError(LoadError):
     """The operating system refused to read the file (permissions, I/O error)."""
 

@@ -19,6 +19,7 @@ from ragloom.analyse.questions import OpenItem, open_items
 from ragloom.checks import check_count, shown
 from ragloom.embed.base import normalize_rows
 from ragloom.enrich.backrefs import BackReference, back_references
+from ragloom.enrich.keyterms import repeated_terms
 from ragloom.errors import InvalidParameterError, UnknownChunkError
 from ragloom.graph.build import posting_cap
 from ragloom.ids import is_prefix, pick
@@ -38,6 +39,15 @@ _SENTENCE_COLUMNS = ["document_id", "source_path", "lens", "start_char", "end_ch
 SHARED_BY_LENSES = 2
 
 
+def subjects(key_terms: Sequence[str] | None, text: str | None, top_n: int) -> list[str]:
+    """What a chunk speaks about: its key terms, their free places (of ``top_n``) filled with the
+    content words it repeats twice (a key term needs more repeats to link chunks in the graph:
+    ``keyterms.MIN_REPEATS``; a subject a claim is about needs fewer)."""
+    found = list(key_terms or ())
+    fill = [t for t in repeated_terms(text or "", top_n + len(found)) if t not in found]
+    return found + fill[:top_n - len(found)]
+
+
 class Insights:
     """Reads that analyse the workspace rather than answer a query."""
 
@@ -53,7 +63,7 @@ class Insights:
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, lenses)
         store = self.c.store
-        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms"]
+        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms", "text"]
         if chunk_ids is not None:
             chunks = store.chunks(tenant, chunk_ids=chunk_ids, lenses=lenses, columns=columns)
         elif topic:
@@ -61,6 +71,8 @@ class Insights:
             chunks = store.chunks(tenant, chunk_ids=[h.chunk_id for h in hits], columns=columns)
         else:
             chunks = store.chunks(tenant, lenses=lenses, columns=columns)
+        top_n = self.c.settings.graph.key_terms
+        chunks = [{**c, "key_terms": subjects(c["key_terms"], c["text"], top_n)} for c in chunks]
         documents = {c["document_id"] for c in chunks}
         sentences = store.chunks(tenant, table="sentences", document_ids=documents,
                                  columns=["document_id", "lens", "source_path", "section_path", "start_char",
@@ -152,15 +164,19 @@ class Insights:
         return common | set(self.c.settings.graph.domain_terms)
 
     def shared_terms(self, tenant: str) -> set[str]:
-        """Key terms that chunks of several lenses hold: the workspace's own vocabulary of the
-        subjects its lenses can disagree on (what ``graph.domain_terms`` adds to by hand)."""
+        """Subjects that chunks of several lenses speak about (a key term, or a content word the
+        chunk repeats): the workspace's own vocabulary of what its lenses can disagree on (what
+        ``graph.domain_terms`` adds to by hand). Counted apart from the key terms, which need
+        more repeats to link chunks in the graph (``keyterms.MIN_REPEATS``)."""
         def count() -> set[str]:
-            table = self.c.store.current_columns(tenant, ["key_terms", "lens"])
+            table = self.c.store.current_columns(tenant, ["key_terms", "lens", "text"])
             if table is None:
                 return set()
             lenses: dict[str, set[str]] = {}
-            for terms, lens in zip(table["key_terms"].to_pylist(), table["lens"].to_pylist(), strict=True):
-                for t in terms or ():
+            top_n = self.c.settings.graph.key_terms
+            for terms, lens, text in zip(table["key_terms"].to_pylist(), table["lens"].to_pylist(),
+                                         table["text"].to_pylist(), strict=True):
+                for t in subjects(terms, text, top_n):
                     lenses.setdefault(t, set()).add(lens)
             return {t for t, seen in lenses.items() if len(seen) >= SHARED_BY_LENSES}
 

@@ -276,6 +276,9 @@ class Writing:
         """Balanced retrieval, then graph expansion from its results: seeds and neighbours are
         ranked together (relevance and lens diversity), all on one relevance scale."""
         request = self.queries.request(query, mode="balanced", tenant=tenant, lenses=lenses, as_of=as_of)
+        # Every lens's chunks_per_lens, not the retrieval.k a query shows, and the graph's
+        # final_limit after expansion.
+        request = replace(request, k=None)
         balanced = self.queries.run(request).results
         if not self.c.settings.graph.enabled or not balanced:
             return _Found(query, balanced, len(balanced), 0)

@@ -6,4 +6,5 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 collect_ignore = [name for name, module in (("test_langchain.py", "langchain_core"),
+                                            ("test_langchain_standard.py", "langchain_tests"),
                                             ("test_llamaindex.py", "llama_index")) if not find_spec(module)]

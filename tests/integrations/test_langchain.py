@@ -89,10 +89,36 @@ def test_every_mode_gives_exact_chunks_with_their_provenance(loaded: Engine, mod
     for d, r in zip(docs, result, strict=True):
         meta = d.metadata
         assert stored_text(loaded, meta["document_id"])[meta["start"] : meta["end"]] == d.page_content == r.text
-        assert meta["score"] == r.score and meta["lens"] == r.lens and meta["source_path"] == meta["source"]
+        assert meta["score"] == r.relevance and meta["raw_score"] == r.score  # the relevance the CLI prints
+        assert meta["lens"] == r.lens and meta["source_path"] == meta["source"]
         assert meta["section_path"] == " > ".join(r.section_path) and meta["doc_type"] == r.doc_type
         assert meta["version_id"] and meta["valid_from"] and meta["retriever"]
         assert meta["document_date"] == (r.document_date.isoformat() if r.document_date else None)
+
+
+def test_a_call_may_change_k_the_mode_and_its_options(loaded: Engine) -> None:
+    retriever = RagloomRetriever(engine=loaded)
+    question = "When does the QuickBooks integration ship?"
+    assert len(retriever.invoke(question)) == loaded.settings.retrieval.k == 5
+    assert len(retriever.invoke(question, k=1)) == 1 and len(retriever.invoke(question, k=7)) == 7
+    assert len(asyncio.run(retriever.ainvoke(question, k=2))) == 2
+    assert [len(docs) for docs in retriever.batch([question, question], k=3)] == [3, 3]
+    assert retriever.k is None  # a call changes nothing for the next
+    graph = retriever.invoke(question, mode="graph", k=3, hops=2)
+    assert len(graph) == 3 and {d.metadata["retriever"] for d in graph} <= {"hybrid", "graph"}
+    engineering = retriever.invoke(question, lenses=["engineering"], k=3)
+    assert {d.metadata["lens"] for d in engineering} == {"engineering"}
+    with pytest.raises(InvalidParameterError, match="unknown option 'threshold' for retrieval mode 'hybrid'"):
+        retriever.invoke(question, threshold=0.5)
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid", "balanced", "graph", "window", "dynamic"])
+def test_score_is_the_relevance_from_0_to_1_the_cli_prints(loaded: Engine, mode: str) -> None:
+    docs = RagloomRetriever(engine=loaded, mode=mode).invoke("catalog integration event bus")
+    scores = [d.metadata["score"] for d in docs]
+    assert docs and all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    if mode in ("bm25", "hybrid", "balanced", "graph"):  # a share of the best: the first is 1
+        assert scores[0] == 1.0 and docs[0].metadata["raw_score"] != 1.0
 
 
 def test_graph_results_say_which_seed_and_edge_brought_them(loaded: Engine) -> None:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
 import os
 import random
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -27,6 +25,7 @@ from ragloom.errors import (
 )
 from ragloom.load import ConverterProcess, Limits, display_path, load_document, load_file, scan
 from ragloom.load.readers import decode_text, html_depth
+from tests.conftest import docx_bomb
 
 EXTENSIONS = IngestSettings().extensions
 
@@ -97,19 +96,9 @@ def test_html_nested_too_deep_is_refused_in_milliseconds(tmp_path: Path) -> None
     assert "deep" in load_file(f, lens="x", limits=Limits(max_nesting=20_000)).document.text
 
 
-def _bomb(inflated: int) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("[Content_Types].xml", "<Types/>")
-        with zf.open("word/document.xml", "w") as f:
-            for _ in range(inflated // 1_000_000):
-                f.write(b"<w:p/>" * 166_667)
-    return out.getvalue()
-
-
 def test_docx_bomb_is_refused_from_its_declared_sizes(tmp_path: Path) -> None:
     f = tmp_path / "bomb.docx"
-    f.write_bytes(_bomb(300_000_000))
+    f.write_bytes(docx_bomb(300_000_000))
     assert f.stat().st_size < 1_000_000
     started = time.perf_counter()
     with pytest.raises(ArchiveBombError) as info:

@@ -113,7 +113,7 @@ def test_documented_variables_in_the_real_environment(tmp_path: Path, monkeypatc
     ({"RAGLOOM_SHARED_DATAS": "/x"},
      "unknown setting 'shared_datas' (from the environment variable RAGLOOM_SHARED_DATAS); the keys of the top level "
      "are: chunking, context_optimization, doc_types, embedding, entities, graph, ingest, llm, prefix, retrieval, "
-     "|(variables that are not settings: RAGLOOM_CACHE_DIR, RAGLOOM_CONFIG, RAGLOOM_CRASH_KILLS, RAGLOOM_SHARED_DATA, "
+     "|(variables that are not settings: RAGLOOM_API_KEY, RAGLOOM_CACHE_DIR, RAGLOOM_CONFIG, RAGLOOM_CRASH_KILLS, RAGLOOM_SHARED_DATA, "
      "RAGLOOM_WORKSPACE)"),
     ({"RAGLOOM_CHUNKING__CHUNK_SIZE__X": "1"}, "chunking.chunk_size is one setting, not a section"),
     ({"RAGLOOM_CHUNKING__CHUNK_SIZE": "big"},

@@ -179,4 +179,6 @@ def test_a_process_that_ingests_and_queries_keeps_few_files_open(tmp_path: Path)
         engine.ingest([path], lens="x")
         assert engine.query("alpha beta3", mode="hybrid") and engine.query(f"beta5 w{i}", mode="bm25")
         counts.append(open_files())
-    assert max(counts) - counts[0] <= 10, counts
+    # Measured from the fifth round: the first ones open what a process opens once (the
+    # tokenizer's files, the tables' first versions), which is not a leak.
+    assert max(counts[5:]) - counts[5] <= 20, counts  # without the renewal: 80 more after 80 rounds

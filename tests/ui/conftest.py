@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,26 @@ def empty_workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+@contextmanager
+def bound_to(address: str | None) -> Iterator[None]:
+    """The app as served on ``address`` (Streamlit's ``server.address``, what ``ragloom ui
+    --host`` passes; None: every interface)."""
+    from streamlit import config
+
+    before = config.get_option("server.address")
+    config.set_option("server.address", address)
+    try:
+        yield
+    finally:
+        config.set_option("server.address", before)
+
+
 @pytest.fixture
 def app() -> Iterator[AppTest]:
+    """The app as ``ragloom ui`` serves it by default: on 127.0.0.1."""
     at = AppTest.from_file(str(APP), default_timeout=120)
-    yield at
+    with bound_to("127.0.0.1"):
+        yield at
 
 
 def open_page(at: AppTest, page: str) -> AppTest:

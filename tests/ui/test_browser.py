@@ -178,7 +178,7 @@ def test_the_whole_flow_in_a_browser(server: tuple[str, Path]) -> None:
             page.get_by_role("button", name="Ingest", exact=True).click()
             expect(page.get_by_text(f"Into {lens_dir.name}:").first).to_be_visible(timeout=120_000)
             settle(page)
-            saved = workspace / "uploads" / lens_dir.name
+            saved = workspace / "uploads" / "default" / lens_dir.name
             assert sorted(p.name for p in saved.iterdir()) == [f.name for f in files]
         expect(page.get_by_text("Graph relations found").first).to_be_visible()
         screenshot(page, "ingest")
@@ -268,6 +268,27 @@ def test_the_whole_flow_in_a_browser(server: tuple[str, Path]) -> None:
         settle(page)
         expect(page.get_by_text("The index does not match the settings").first).to_be_visible()
         assert "chunk_size = 512" in (workspace / "ragloom.toml").read_text(encoding="utf-8")
+        # On 127.0.0.1 the key variable is picked from the allowed names, not typed.
+        key = page.get_by_role("combobox", name="API key variable", exact=True)
+        key.scroll_into_view_if_needed()  # scrolling while the list is open closes it
+        page.wait_for_timeout(300)
+        for attempt in range(3):  # a rerun landing on the click closes the list again: open it once more
+            if attempt < 2:
+                key.click()
+            else:
+                key.press("ArrowDown")
+            try:
+                expect(page.get_by_role("option")).to_have_text(["The provider's own", "ANTHROPIC_API_KEY",
+                                                                  "OPENAI_API_KEY"], timeout=10_000)
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
+                page.keyboard.press("Escape")
+                settle(page)
+        page.keyboard.press("Escape")
+        key.blur()  # no focus ring in the picture
+        settle(page)
         screenshot(page, "settings")
         browser.close()
     assert not outside, f"requests outside the server: {outside}"

@@ -10,7 +10,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from ragloom.ui.helpers import format_when, marked_spans, md_escape
-from tests.ui.conftest import MATERIALS, fast_engine, open_page, run_until, texts
+from tests.conftest import docx_bomb
+from tests.ui.conftest import APP, MATERIALS, bound_to, fast_engine, open_page, run_until, texts
 
 QUESTION = "When will the QuickBooks catalog integration ship?"
 
@@ -66,8 +67,8 @@ def test_uploaded_files_are_kept_in_the_workspace_and_reported_one_line_each(
     at.button(key="ingest-go").click()
     run_until(at, lambda a: any("Into **" in e.value for e in [*a.success, *a.warning]))
 
-    folder = empty_workspace / "uploads" / "engineering"
-    assert sorted(p.name for p in folder.iterdir()) == sorted([*(p.name for p in good), "broken.md"])
+    folder = empty_workspace / "uploads" / "default" / "engineering"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in good)  # the refused one is not kept
     assert all((folder / p.name).read_bytes() == p.read_bytes() for p in good)
     table = at.dataframe[0].value
     status = dict(zip(table["file"], table["status"], strict=True))
@@ -81,6 +82,72 @@ def test_uploaded_files_are_kept_in_the_workspace_and_reported_one_line_each(
     engine = fast_engine(empty_workspace)
     assert engine.store.lenses("default") == {"engineering"}
     assert engine.graph().stats()["edges"] == relations  # a fresh graph: every edge is new
+
+
+def upload(at: AppTest, lens: str, files: list[tuple[str, bytes]]) -> AppTest:
+    """Offer ``files`` to the uploader under ``lens`` (a new lens the first time)."""
+    if lens in at.selectbox(key="ingest-lens").options:
+        at.selectbox(key="ingest-lens").set_value(lens).run()
+    else:
+        at.selectbox(key="ingest-lens").set_value("New lens…").run()
+        at.text_input(key="ingest-new-lens").input(lens)
+    at.file_uploader[0].set_value([(name, data, "text/markdown") for name, data in files])
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def ingest_uploads(at: AppTest) -> AppTest:
+    at.button(key="ingest-go").click()
+    return run_until(at, lambda a: any("Into **" in e.value for e in [*a.success, *a.warning]))
+
+
+def test_upload_names_are_made_safe_and_same_names_kept_apart(
+        app: AppTest, empty_workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAGLOOM_INGEST__MAX_UNPACKED_MB", "1")
+    a, b = b"# Team A\n\nAlpha ships the QuickBooks sync.\n", b"# Team B\n\nBeta owns the rate limits.\n"
+    at = upload(open_page(app, "ingest"), "eng", [
+        ("..", b"# dots"), ("team-a/notes.md", a), ("team-b/notes.md", b), (".env", b"SECRET=1"),
+        ("bomb.docx", docx_bomb(3_000_000))])
+    before = [e.value for e in at.error]
+    assert '"..": not a file name; rename the file and upload it again' in before
+    assert "\".env\": a hidden file (its name starts with '.'); rename the file and upload it again" in before
+    assert any(f"Files with the same name are all kept: the later ones as {md_escape('notes (2).md')}." == c.value
+               for c in at.caption)
+
+    ingest_uploads(at)
+    folder = empty_workspace / "uploads" / "default" / "eng"
+    assert sorted(p.name for p in folder.iterdir()) == ["notes (2).md", "notes.md"]  # the bomb is gone
+    assert (folder / "notes.md").read_bytes() == a and (folder / "notes (2).md").read_bytes() == b
+    report = next(w.value for w in at.warning if "Into **" in w.value)
+    assert "3 files: 2 added" in report and "1 failed" in report and "2 uploads refused for their name" in report
+    errors = [e.value for e in at.error]
+    assert errors[:2] == [f"✗ {m}" for m in before[:2]]
+    assert any(e.startswith(f"✗ {folder / 'bomb.docx'}: ") and "ingest.max_unpacked_mb = 1" in e for e in errors)
+    assert any("Refused uploads are not kept" in c.value for c in at.caption)
+    sources = sorted(d["source_path"] for d in fast_engine(empty_workspace).store.documents("default"))
+    assert sources == [(folder / "notes (2).md").as_posix(), (folder / "notes.md").as_posix()]
+
+
+def test_an_upload_named_like_an_earlier_one_is_its_new_version_unless_refused(
+        app: AppTest, empty_workspace: Path) -> None:
+    folder = empty_workspace / "uploads" / "default" / "eng"
+    first, second = b"# Plan\n\nWe ship in March.\n", b"# Plan\n\nWe ship in May.\n"
+    at = ingest_uploads(upload(open_page(app, "ingest"), "eng", [("plan.md", first)]))
+    assert "1 added" in at.success[0].value
+
+    at = upload(at, "eng", [("plan.md", second)])
+    note = " ".join(i.value for i in at.info)
+    assert f"Already uploaded to eng: {md_escape('plan.md')}. Ingesting makes this file its new version" in note
+    ingest_uploads(at)
+    assert "1 updated" in at.success[0].value and (folder / "plan.md").read_bytes() == second
+
+    at = ingest_uploads(upload(at, "eng", [("plan.md", b"\x00\x01\x02")]))  # refused: binary
+    assert any("binary content" in e.value for e in at.error)
+    assert sorted(p.name for p in folder.iterdir()) == ["plan.md"]
+    assert (folder / "plan.md").read_bytes() == second  # the accepted version's file, back in place
+    [document] = fast_engine(empty_workspace).store.documents("default")
+    assert document["version_sequence"] == 2
 
 
 def test_a_path_that_does_not_exist_gets_the_clis_line(app: AppTest, workspace: Path) -> None:
@@ -363,6 +430,80 @@ def test_api_keys_are_never_shown_or_written(app: AppTest, workspace: Path, monk
     everything = [*texts(at), *(w.value for w in at.text_input), *(w.value for w in at.text_area)]
     assert not any(secret in str(t) for t in everything)
     assert secret not in (workspace / "ragloom.toml").read_text(encoding="utf-8")
+
+
+def test_the_key_variable_is_one_the_operator_allows(app: AppTest, workspace: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    config = workspace / "ragloom.toml"
+    config.write_text(config.read_text(encoding="utf-8") + '\n[server]\nllm_key_variables = ["GROQ_API_KEY"]\n',
+                      encoding="utf-8")
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-secret")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-secret")
+    at = open_page(app, "settings")
+    choice = at.selectbox(key="set-key-env")
+    assert choice.options == ["The provider's own", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GROQ_API_KEY"]
+    at.selectbox(key="set-provider").set_value("openai")
+    at.selectbox(key="set-key-env").set_value("GROQ_API_KEY")
+    at.text_input(key="set-base-url").input("http://localhost:11434/v1")
+    at.button(key="settings-save").click().run()
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["llm"] == {
+        "provider": "openai", "base_url": "http://localhost:11434/v1", "api_key_env": "GROQ_API_KEY"}
+    assert any(c.value == ":material/key: GROQ_API_KEY is set in the environment." for c in at.caption)
+
+    at.text_input(key="set-base-url").input("file:///etc/passwd")
+    at.button(key="settings-save").click().run()
+    assert any("llm.base_url 'file:///etc/passwd' is not an http:// or https:// address" in e.value for e in at.error)
+    assert "passwd" not in config.read_text(encoding="utf-8")
+
+
+def test_a_variable_outside_the_allowed_ones_is_never_said_to_be_set(
+        app: AppTest, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config = workspace / "ragloom.toml"
+    config.write_text(config.read_text(encoding="utf-8") + '\n[llm]\nprovider = "openai"\n'
+                      'api_key_env = "AWS_SECRET_ACCESS_KEY"\n', encoding="utf-8")
+    shown = []
+    for value in ("aws-secret", None):
+        if value:
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", value)
+        else:
+            monkeypatch.delenv("AWS_SECRET_ACCESS_KEY", raising=False)
+        at = open_page(AppTest.from_file(str(APP), default_timeout=120), "settings")
+        shown.append(sorted(texts(at)))
+        assert not any("AWS_SECRET_ACCESS_KEY is set" in t or "AWS_SECRET_ACCESS_KEY is not set" in t
+                       for t in texts(at))
+    assert shown[0] == shown[1]  # the page is the same whether it is set or not
+    assert any("The key is read from AWS_SECRET_ACCESS_KEY, which the settings name. This page looks only at "
+               "ANTHROPIC_API_KEY, OPENAI_API_KEY" in c for c in shown[0])
+    # The operator's own choice stays when something else is saved.
+    at.number_input(key="set-chunk-size").set_value(512)
+    at.button(key="settings-save").click().run()
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["llm"]["api_key_env"] == "AWS_SECRET_ACCESS_KEY"
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", None, "192.0.2.7"])
+def test_beyond_this_machine_the_endpoint_and_key_variable_are_read_only(
+        app: AppTest, workspace: Path, address: str | None) -> None:
+    config = workspace / "ragloom.toml"
+    config.write_text(config.read_text(encoding="utf-8") + '\n[llm]\nprovider = "openai"\n'
+                      'base_url = "http://localhost:11434/v1"\n', encoding="utf-8")
+    with bound_to(address):
+        at = open_page(app, "settings")
+        base_url, key_env = at.text_input(key="set-base-url"), at.text_input(key="set-key-env")
+        assert base_url.disabled and key_env.disabled
+        assert (base_url.value, key_env.value) == ("http://localhost:11434/v1", "OPENAI_API_KEY")
+        lock = next(c.value for c in at.caption if "Read-only here" in c.value)
+        assert f"this app listens on {address if address == '192.0.2.7' else 'every interface'}, beyond this " \
+               "machine" in lock and "ragloom.toml" in lock
+        # A forged form (the widgets are disabled, but a client may send any value) changes neither.
+        at.session_state["set-base-url"] = "https://attacker.example/v1"
+        at.session_state["set-key-env"] = "AWS_SECRET_ACCESS_KEY"
+        at.run()
+        assert at.text_input(key="set-base-url").value == "https://attacker.example/v1"  # what the form sends
+        at.text_input(key="set-model").input("llama3.1")
+        at.button(key="settings-save").click().run()
+    assert tomllib.loads(config.read_text(encoding="utf-8"))["llm"] == {
+        "provider": "openai", "base_url": "http://localhost:11434/v1", "model": "llama3.1"}
+    assert any("Saved llm.model" in s.value for s in at.success)
 
 
 def test_reindex_from_the_dashboard_clears_the_warning(app: AppTest, workspace: Path) -> None:

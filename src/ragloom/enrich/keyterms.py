@@ -24,12 +24,14 @@ from ragloom.parse.words import GENERAL_WORDS, STOP_WORDS
 #: A lower-case word: letters, joined by single hyphens, with an apostrophe's ending ("don't").
 _WORD = re.compile(r"(?<![\w-])[a-z]+(?:-[a-z]+)*(?:'[a-z]{1,2})?(?![\w-])")
 MIN_WORD = 4
-#: A content word or phrase must appear this often in a chunk to be one of its terms. At 2
-#: the short paragraphs of the multi-hop set link each other by words like "film", and graph
-#: mode finds both paragraphs in the top 5 for 78% of questions instead of 88%; at 4 that is
-#: back to 88%, but the subjects that let a workspace without settings find contradictions
-#: go (docs/benchmarks.md, issue 25): kept at 2 until shared subjects come from elsewhere.
-MIN_REPEATS = 2
+#: A content word or phrase must appear this often in a chunk to be one of its key terms. At 2
+#: the short paragraphs of the multi-hop set link each other in the graph by words like "film",
+#: and graph mode finds both paragraphs in the top 5 for 78% of questions instead of 88%
+#: (docs/benchmarks.md, issue 25). The subjects lenses share, which contradictions need, are
+#: counted from 2 repeats apart from the key terms (:func:`repeated_terms`, SUBJECT_REPEATS).
+MIN_REPEATS = 4
+#: A content word repeated this often in a chunk is one of the subjects it speaks about.
+SUBJECT_REPEATS = 2
 
 
 @lru_cache(maxsize=32)
@@ -52,6 +54,14 @@ def _singular(word: str) -> str:
 
 #: Links and code say where, not what: their words are no terms.
 _NOT_PROSE = re.compile(r"(?:https?|ftp)://\S+|\bwww\.\S+|`[^`\n]*`|\[[^\[\]\n]*\]\([^()\n]*\)|<[^<>\n]*>")
+
+
+def repeated_terms(text: str, top_n: int, at_least: int = SUBJECT_REPEATS) -> list[str]:
+    """The ``top_n`` content words and pairs ``text`` repeats most, ``at_least`` times each (not
+    stop or general words), most repeated first (ties by first appearance)."""
+    lowered = text.lower()
+    repeated = [(n, lowered.find(t), t) for t, n in _content_terms(text).items() if n >= at_least and t not in _STOP]
+    return [t for _, _, t in sorted(repeated, key=lambda r: (-r[0], r[1] if r[1] >= 0 else len(text)))[:top_n]]
 
 
 def _content_terms(text: str) -> Counter[str]:
@@ -99,14 +109,8 @@ def extract_key_terms(text: str, *, domain_terms: Sequence[str] = (), entities: 
         add(name, 2, -len(text) + i)  # entities rank first among equals
     ranked = sorted(counts, key=lambda t: (-counts[t], first[t]))[:top_n]
     # What the text repeats fills the places names, entities and domain terms leave.
-    lowered = text.lower()
-    repeated = [(n, lowered.find(t), t) for t, n in _content_terms(text).items()
-                if n >= MIN_REPEATS and t not in counts and t not in _STOP]
-    for _, _, term in sorted(repeated, key=lambda r: (-r[0], r[1] if r[1] >= 0 else len(text))):
-        if len(ranked) >= top_n:
-            break
-        ranked.append(term)
-    return ranked
+    fill = [t for t in repeated_terms(text, top_n + len(counts), MIN_REPEATS) if t not in counts]
+    return ranked + fill[:top_n - len(ranked)]
 
 
 _STOP = frozenset(w.lower() for w in COMMON)

@@ -264,7 +264,8 @@ class IngestPipeline:
     # -- what to run --------------------------------------------------------------------------
 
     def ingest(self, paths: str | Path | Iterable[str | Path], *, lens: str, tenant: str | None = None,
-               sync: bool = False, progress: Progress | None = None, runner: Runner | None = None) -> IngestReport:
+               sync: bool = False, progress: Progress | None = None, runner: Runner | None = None,
+               within: Sequence[str | Path] | None = None) -> IngestReport:
         """Every supported file under ``paths`` under ``lens`` (see :meth:`Engine.ingest`).
 
         Each file is read once however it is reached (links, a path given twice, folders that
@@ -278,7 +279,7 @@ class IngestPipeline:
             raise NothingToIngestError("nothing to ingest: no paths were given; pass one or more files or folders")
         s = self.c.settings.ingest
         skipped: Counter[str] = Counter()
-        found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden, skipped=skipped)
+        found = scan(paths, extensions=s.extensions, include_hidden=s.include_hidden, skipped=skipped, within=within)
         if not found and not sync:
             shown = ", ".join(str(p) for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
             why = (skipped_sentence(dict(skipped)).rstrip(".").replace("Skipped", "only") if skipped

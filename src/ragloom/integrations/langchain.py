@@ -16,15 +16,16 @@ Needs ``pip install 'ragloom[langchain]'`` (langchain-core only; no network, no 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
 try:
-    from langchain_core.callbacks import CallbackManagerForRetrieverRun
+    from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
     from langchain_core.documents import BaseDocumentTransformer
     from langchain_core.documents import Document as LCDocument
     from langchain_core.retrievers import BaseRetriever
+    from langchain_core.runnables.config import run_in_executor
     from pydantic import Field
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     from ragloom.errors import MissingExtraError
@@ -52,9 +53,11 @@ def _iso(value: datetime | date | None) -> str | None:
 def to_langchain(result: ScoredChunk, *, rank: int = 0) -> LCDocument:
     """A retrieved chunk as a LangChain ``Document``: the naked text, and where it came from.
 
-    Metadata is JSON-serialisable: strings, numbers and None (no lists, which some vector stores
-    refuse), plus two dicts: ``scores`` (per retriever) and, for graph results, ``via`` (the
-    seed chunk and edge that brought this one in).
+    ``score`` is the relevance from 0 to 1 that ``ragloom query`` prints, on one scale for every
+    mode; ``raw_score`` is the mode's own score (a reciprocal-rank fusion score of about 0.03 for
+    hybrid, a cosine for vector). Metadata is JSON-serialisable: strings, numbers and None (no
+    lists, which some vector stores refuse), plus two dicts: ``scores`` (the raw score per
+    retriever) and, for graph results, ``via`` (the seed chunk and edge that brought this one in).
     """
     metadata: dict[str, Any] = {
         "chunk_id": result.chunk_id, "document_id": result.document_id,
@@ -62,7 +65,8 @@ def to_langchain(result: ScoredChunk, *, rank: int = 0) -> LCDocument:
         "source_path": result.source_path, "title": result.title, "lens": result.lens, "tenant": result.tenant,
         "doc_type": result.doc_type, "section_path": result.section_path_str,
         "start": result.start, "end": result.end, "token_count": result.token_count,
-        "chunk_index": result.chunk_index, "score": result.score, "retriever": result.retriever,
+        "chunk_index": result.chunk_index, "score": result.relevance, "raw_score": result.score,
+        "retriever": result.retriever,
         "scores": dict(result.scores), "rank": rank,
         "version_id": result.version_id, "valid_from": _iso(result.as_of),
         "document_date": _iso(result.document_date),
@@ -81,7 +85,12 @@ class RagloomRetriever(BaseRetriever):
     optimised context window's chunks, in its order (de-duplicated, within the token budget,
     trimmed chunks keeping exact offsets) rather than the raw ranking. ``options`` are the
     mode's own (``{"threshold": 0.7}`` for ``dynamic``). Every parameter is checked when the
-    retriever is built. ``ainvoke`` runs the query in a worker thread (LangChain's default).
+    retriever is built. ``k`` defaults to the ``retrieval.k`` setting (5).
+
+    A call may change any of them for itself: ``retriever.invoke(query, k=3)``,
+    ``invoke(query, mode="graph", lenses=["engineering"])``; any other keyword is one of the
+    mode's own options (``invoke(query, threshold=0.7)``), and a name the mode does not have is
+    an error naming those it has. ``ainvoke`` runs the query in a worker thread.
     """
 
     engine: Engine
@@ -101,15 +110,28 @@ class RagloomRetriever(BaseRetriever):
         # InvalidParameterError (naming the parameter and its bound), not a ValidationError.
         self._request("")
 
-    def _request(self, query: str) -> QueryRequest:
-        return self.engine.queries.request(query, k=self.k, mode=self.mode, lenses=self.lenses, tenant=self.tenant,
-                                           as_of=self.as_of, budget=self.budget, organize=self.organize,
-                                           optimize=self.optimize, **self.options)
+    def _request(self, query: str, call: Mapping[str, Any] | None = None) -> QueryRequest:
+        """The request for ``query``, with what the call changes (``k=3``; a mode's option) over the fields."""
+        given = {name: value for name, value in (call or {}).items() if name != "verbose"}  # verbose: LangChain's
+        fields = {name: given.pop(name) if name in given else getattr(self, name) for name in _CALL_FIELDS}
+        options = {**self.options, **(fields.pop("options") or {}), **given}
+        return self.engine.queries.request(query, **fields, **options)
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> list[LCDocument]:
-        result = self.engine.queries.run(self._request(query))
+    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
+                                **kwargs: Any) -> list[LCDocument]:  # noqa: ANN401 - the call's own k, mode, options
+        result = self.engine.queries.run(self._request(query, kwargs))
         chunks = result.context.chunks if result.context is not None else result.results
         return [to_langchain(chunk, rank=i + 1) for i, chunk in enumerate(chunks)]
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun,
+                                       **kwargs: Any) -> list[LCDocument]:  # noqa: ANN401
+        # LangChain's default drops the call's keywords (k=3): pass them on to the worker thread.
+        return await run_in_executor(None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
+                                     **kwargs)
+
+
+#: The retriever's fields a call may change for itself (``invoke(query, k=3)``).
+_CALL_FIELDS = ("k", "mode", "lenses", "tenant", "as_of", "budget", "organize", "optimize", "options")
 
 
 class RagloomTextSplitter(BaseDocumentTransformer):

@@ -55,7 +55,9 @@ __all__ = [
 ]
 
 # fullmatch, not ``$``: "acme\n" is not the name "acme".
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+#: Lens and tenant names, as a regular expression (JSON Schema's ``pattern`` too).
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
+_NAME = re.compile(NAME_PATTERN.strip("^$"))
 
 
 def validate_name(kind: str, value: str) -> str:

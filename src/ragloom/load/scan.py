@@ -14,13 +14,14 @@ import os
 import stat
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ragloom.errors import (
     FileNameError,
     LoadError,
     NotRegularFileError,
+    OutsideRootsError,
     SymlinkLoopError,
     UnreadableFileError,
 )
@@ -85,8 +86,11 @@ def real_path(path: Path) -> str:
 
 
 def scan(paths: Iterable[str | Path], *, extensions: Sequence[str], include_hidden: bool = False,
-         skipped: Counter[str] | None = None) -> list[Found]:
+         skipped: Counter[str] | None = None, within: Sequence[str | Path] | None = None) -> list[Found]:
     """Every file under ``paths``, once each, and every entry that must be reported instead.
+
+    With ``within``, every entry whose real path (links resolved) lies outside those folders is
+    reported and never read (the HTTP API's ``server.ingest_roots``).
 
     Folders are filtered by ``extensions``; a path named explicitly is always listed, so that
     an unsupported one gets its error. The files of other types found in folders are counted
@@ -96,7 +100,16 @@ def scan(paths: Iterable[str | Path], *, extensions: Sequence[str], include_hidd
                        skipped if skipped is not None else Counter())
     for raw in paths:
         scanner.root(Path(raw))
-    return scanner.found
+    if within is None:
+        return scanner.found
+    return [f if inside(f.path, within) else replace(f, problem=OutsideRootsError(f.display))
+            for f in scanner.found]
+
+
+def inside(path: str | Path, roots: Iterable[str | Path]) -> bool:
+    """Whether ``path``, every link resolved, is one of ``roots`` or lies under one (resolved too)."""
+    real = real_path(Path(path)).rstrip("/") + "/"
+    return any(real.startswith(real_path(Path(r)).rstrip("/") + "/") for r in roots)
 
 
 class _Scanner:

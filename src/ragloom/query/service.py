@@ -38,6 +38,9 @@ class QueryRequest:
     mode: str
     options: ModeOptions
     tenant: str
+    #: Results to return: :meth:`QueryService.request` fills in ``retrieval.k`` (or, for an optimised
+    #: context, ``context_optimization.candidates``). None asks a mode for all it finds (``balanced``:
+    #: ``chunks_per_lens`` of every lens; ``graph``: ``final_limit``), for callers inside ragloom.
     k: int | None = None
     lenses: tuple[str, ...] | None = None
     as_of: datetime | None = None
@@ -86,6 +89,8 @@ class QueryService:
         optimize = optimize or budget is not None or organize is not None
         if optimize and k is None:
             k = self.c.settings.context_optimization.candidates
+        if k is None:  # every mode returns retrieval.k (balanced and graph retrieve more to choose from)
+            k = self.c.settings.retrieval.k
         lens_list = [lenses] if isinstance(lenses, str) else list(lenses) if lenses else None
         for lens in lens_list or ():  # any text: a lens is a filter literal (none matches a name never ingested)
             if not isinstance(lens, str):

@@ -1097,6 +1097,6 @@ class LanceStore:
             "documents": len(docs),
             "chunks": len(chunk_rows),
             "tokens": sum(e["tokens"] for e in by_lens.values()),
-            "chunk_versions_stored": int(table.count_rows()) if table is not None else 0,
+            "chunk_versions_stored": int(table.count_rows(f"tenant_id = {sql_str(tenant)}")) if table is not None else 0,
             "lenses": by_lens,
         }

@@ -17,7 +17,7 @@ from typing import Any
 from ragloom.errors import ConfigError, MissingExtraError
 from ragloom.workspace import check_folder, resolve_workspace
 
-__all__ = ["APP", "launch", "streamlit_command"]
+__all__ = ["APP", "exposure_warning", "launch", "streamlit_command"]
 
 #: The Streamlit script ``ragloom ui`` runs.
 APP = Path(__file__).with_name("app.py")
@@ -45,10 +45,21 @@ def _check_streamlit() -> None:
             raise MissingExtraError(package, "ui", "ragloom ui")
 
 
+def exposure_warning(host: str, port: int, workspace: Path) -> str:
+    """What ``ragloom ui --insecure`` says when it listens beyond this machine."""
+    return (f"ragloom ui: WARNING: listening on {host or 'every interface'}:{port}, beyond this machine. The web app "
+            f"has no login: anyone who can reach this port can read every document in {workspace}, ingest into it "
+            "and delete from it. The Settings page keeps the language model's base URL and key variable read-only; "
+            "set them in ragloom.toml.")
+
+
 def launch(workspace: str | Path | None = None, *, config: str | Path | None = None, port: int = 8501,
-           host: str = "127.0.0.1") -> int:
+           host: str = "127.0.0.1", insecure: bool = False) -> int:
     """Serve the web app on ``host:port`` over ``workspace`` until the server stops or Ctrl-C;
-    returns the server's exit status (0 after Ctrl-C)."""
+    returns the server's exit status (0 after Ctrl-C).
+
+    The app has no login, so an address beyond this machine (not loopback) is refused unless
+    ``insecure``; then a warning says who can read what."""
     _check_streamlit()
     if not 0 < port < 65536:
         raise ConfigError(f"--port ({port}) must be between 1 and 65535")
@@ -65,6 +76,16 @@ def launch(workspace: str | Path | None = None, *, config: str | Path | None = N
 
     with listening(host, port):  # a taken port or an unknown host is said here, in ragloom's words
         pass
+    from ragloom.httpguard import is_loopback
+
+    if not is_loopback(host):
+        if not insecure:
+            raise ConfigError(
+                f"--host {host!r} listens beyond this machine, and the web app has no login: anyone who can reach "
+                f"port {port} could read every document in the workspace, ingest into it and delete from it; serve "
+                "it on 127.0.0.1 (the default) and reach it through an SSH tunnel or a proxy that asks for a login, "
+                "or pass --insecure to serve it as it is")
+        print(exposure_warning(host, port, path), file=sys.stderr, flush=True)
     shown = "localhost" if host in ("0.0.0.0", "::", "") else host
     print(f"ragloom ui: http://{shown}:{port}  (workspace {path}; Ctrl-C to stop)", flush=True)
     process = subprocess.Popen(streamlit_command(port=port, host=host), env=env)

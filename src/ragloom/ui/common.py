@@ -130,6 +130,12 @@ def engine() -> Engine:
         raise  # st.stop() does not return; this keeps type checkers sure of it
 
 
+def bind_address() -> str:
+    """The address this server listens on: Streamlit's ``server.address``, which ``ragloom ui
+    --host`` sets; empty when unset, which Streamlit takes as every interface."""
+    return str(st.get_option("server.address") or "")
+
+
 def header(title: str, caption: str | None = None) -> None:
     st.title(title)
     if caption:

@@ -1,5 +1,6 @@
 """Pure helpers of the web app (no Streamlit here, so they are easy to test): the highlighted
-document view, labels, the evaluation results on disk, what changed in the settings form."""
+document view, labels, the evaluation results on disk, what changed in the settings form, and
+what the Settings page may let a visitor do with the language model's key."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from ragloom.config import PROVIDER_DEFAULTS
 
 #: What each built-in retrieval mode does, for the mode picker's help.
 MODE_HELP = {
@@ -241,3 +245,67 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$])")
 def md_escape(text: str) -> str:
     """``text`` shown literally by Markdown (no emphasis, links, headings or HTML from it)."""
     return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+# -- who may reach the app, and what the Settings page may change -----------------------------
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def key_variables(listed: Iterable[str] = ()) -> list[str]:
+    """The environment variables the Settings page may name as the language model's key: the
+    providers' own (``PROVIDER_DEFAULTS``), then those the operator lists in
+    ``server.llm_key_variables``, each once; an entry that is not a variable name is left out."""
+    names = [defaults[2] for defaults in PROVIDER_DEFAULTS.values()] + [n.strip() for n in listed]
+    return list(dict.fromkeys(n for n in names if _ENV_NAME.fullmatch(n)))
+
+
+def key_note(provider: str, variable: str, allowed: Sequence[str], environ: Mapping[str, str]) -> str:
+    """The line under the key variable: whether it is set, only for an ``allowed`` name (never
+    its value). For any other name the line is the same whether or not it is set, so that the
+    page tells a visitor nothing about the server's environment."""
+    if provider == "none":
+        return ":material/key: No key needed: the extractive writer runs offline."
+    if not variable:
+        return ""
+    if variable not in allowed:
+        return (f":material/key: The key is read from {variable}, which the settings name. This page looks only "
+                f"at {', '.join(allowed)}: the providers' own variables and those ragloom.toml lists under [server] "
+                "llm_key_variables.")
+    if environ.get(variable):
+        return f":material/key: {variable} is set in the environment."
+    return (f":material/key_off: **{variable} is not set.** Set it in the environment before starting `ragloom ui` "
+            "(a local server such as Ollama needs none).")
+
+
+def llm_problems(current: Mapping[str, Any], wanted: Mapping[str, Any], *, allowed: Sequence[str],
+                 exposed: bool) -> list[str]:
+    """Why the Settings form may not save these ``[llm]`` values (empty: it may).
+
+    The server sends the key variable's value to the base URL, so a visitor who could choose
+    both could have any secret in its environment sent to any host: the key variable must be
+    one of ``allowed``, and when the app listens beyond this machine (``exposed``) neither may
+    change here at all."""
+    problems: list[str] = []
+    for key in ("base_url", "api_key_env"):
+        new, old = str(wanted.get(key) or ""), str(current.get(key) or "")
+        if key not in wanted or new == old:
+            continue
+        if exposed:
+            problems.append(f"llm.{key} cannot be changed from the web app while it listens beyond this machine; "
+                            "the operator sets it in ragloom.toml")
+        elif key == "api_key_env" and new and new not in allowed:
+            problems.append(f"llm.api_key_env {new!r} is not a key variable the web app may use; choose one of "
+                            f"{', '.join(allowed)}, or list it in ragloom.toml under [server] llm_key_variables")
+        elif key == "base_url" and new and not _web_url(new):
+            problems.append(f"llm.base_url {new!r} is not an http:// or https:// address "
+                            "(for example http://localhost:11434/v1)")
+    return problems
+
+
+def _web_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        return False

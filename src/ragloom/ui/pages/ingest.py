@@ -9,9 +9,10 @@ import streamlit as st
 
 from ragloom.engine import Engine, IngestReport
 from ragloom.errors import RagloomError
+from ragloom.ingest.uploads import UploadName, ingest_uploads, upload_folder, upload_names
 from ragloom.load import validate_name
 from ragloom.ui.common import Runtime, busy_note, confirm, engine, ensure_app, fail, header, job_panel, runtime
-from ragloom.ui.helpers import file_name
+from ragloom.ui.helpers import file_name, md_escape
 from ragloom.ui.jobs import Job, JobProgress
 
 NEW_LENS = "New lens…"
@@ -33,19 +34,6 @@ def lens_options(eng: Engine, tenant: str) -> list[str]:
     return [*configured, *sorted(present - set(configured))]
 
 
-def save_uploads(workspace: Path, lens: str, files: list[Any]) -> list[Path]:
-    """The uploaded files under ``<workspace>/uploads/<lens>/``, names kept (folders dropped)."""
-    folder = workspace / "uploads" / lens
-    folder.mkdir(parents=True, exist_ok=True)
-    saved = []
-    for f in files:
-        name = Path(f.name).name or "upload"  # a browser may send a relative path; keep the name only
-        target = folder / name
-        target.write_bytes(f.getvalue())
-        saved.append(target)
-    return saved
-
-
 def start(rt: Runtime, eng: Engine, paths: list[Path], *, lens: str, tenant: str, sync: bool, what: str) -> Job:
     def work(job: Job) -> IngestReport:
         return eng.ingest(paths, lens=lens, tenant=tenant, sync=sync, progress=JobProgress(job))
@@ -54,15 +42,72 @@ def start(rt: Runtime, eng: Engine, paths: list[Path], *, lens: str, tenant: str
                           params={"lens": lens, "tenant": tenant, "paths": [str(p) for p in paths]})
 
 
+def start_uploads(rt: Runtime, eng: Engine, files: list[tuple[str, bytes]], *, lens: str, tenant: str,
+                  refused: list[str]) -> Job:
+    """Store the uploads under ``uploads/<tenant>/<lens>/`` and ingest them, in the job (writers take
+    turns, so two sessions never write the same file at once); then remove the file of every
+    upload the ingest refused, so that a refused file (a zip bomb, say) does not stay on disk."""
+    folder = upload_folder(rt.workspace, lens, tenant)
+
+    def work(job: Job) -> IngestReport:
+        return ingest_uploads(eng, files, lens=lens, tenant=tenant, progress=JobProgress(job))
+
+    what = f"{len(files)} uploaded file{'s' if len(files) != 1 else ''}"
+    return rt.jobs.submit("ingest", f"Ingesting {what} into {lens}", work, writes=True,
+                          params={"lens": lens, "tenant": tenant, "paths": [str(folder / n) for n, _ in files],
+                                  "refused": refused})
+
+
+def upload_notes(workspace: Path, lens: str, tenant: str, files: list[Any], names: list[UploadName]) -> None:
+    """Before ingesting: the uploads refused for their names, the ones stored under another name,
+    and the ones that replace an earlier upload of the lens (a new version of that document)."""
+    for n in names:
+        if n.refused:
+            st.error(n.refused, icon=":material/block:")
+    renamed = [n for n in names if n.renamed]
+    if renamed:
+        st.caption("Files with the same name are all kept: the later ones as "
+                   + ", ".join(f"{md_escape(n.name)}" for n in renamed) + ".")
+    try:
+        folder = upload_folder(workspace, validate_name("lens", lens), validate_name("tenant", tenant))
+    except RagloomError:
+        return  # a lens name still being typed: said when Ingest is pressed
+    replaced = [n.name for n, f in zip(names, files, strict=True) if n.name and is_replaced(folder / n.name, f)]
+    if replaced:
+        st.info(f"Already uploaded to {md_escape(lens)}: {', '.join(md_escape(r) for r in replaced)}. Ingesting makes "
+                f"{'this file its' if len(replaced) == 1 else 'each file its document’s'} new version (the earlier one "
+                "stays readable as of its date); if it is another document, rename the file first.",
+                icon=":material/update:")
+
+
+def is_replaced(path: Path, upload: Any) -> bool:  # noqa: ANN401 - Streamlit's UploadedFile
+    """Whether ``upload`` would replace another file at ``path``."""
+    try:
+        return path.is_file() and (path.stat().st_size != upload.size or path.read_bytes() != upload.getvalue())
+    except OSError:
+        return False
+
+
 def show_report(job: Job) -> None:
     report: IngestReport = job.result
     lens = job.params.get("lens", "")
+    refused: list[str] = job.params.get("refused", [])
+    uploaded = "refused" in job.params
     line = f"Into **{lens}**: {report.summary()}"
+    if refused:
+        line += (" 1 upload refused for its name." if len(refused) == 1
+                 else f" {len(refused)} uploads refused for their name.")
     with st.container(border=True):
-        icon = ":material/warning:" if report.failed else ":material/check_circle:"
-        (st.warning if report.failed else st.success)(line, icon=icon)
+        trouble = bool(report.failed or refused)
+        icon = ":material/warning:" if trouble else ":material/check_circle:"
+        (st.warning if trouble else st.success)(line, icon=icon)
+        for message in refused:
+            st.error(f"✗ {message}")
         for _, message in report.failed:
             st.error(f"✗ {message}")
+        if uploaded and any(not source.startswith("<") for source, _ in report.failed):
+            st.caption(f"Refused uploads are not kept: their files were removed from uploads/{lens}/ (an earlier "
+                       "upload of the same name is back as it was).")
         c1, c2, c3 = st.columns(3)
         c1.metric("Files", report.files)
         c2.metric("Chunks written", report.chunks_written)
@@ -102,7 +147,8 @@ with left:
         nonce = st.session_state.setdefault("upload-nonce", 0)
         uploads = list(st.file_uploader(
             "Files", accept_multiple_files=True, key=f"uploads-{nonce}",
-            help="Markdown, text, HTML, PDF or Word files. They are kept in the workspace under uploads/<lens>/.")
+            help="Markdown, text, HTML, PDF or Word files. They are kept in the workspace under uploads/<lens>/; "
+                 "a file named like an earlier upload of the lens becomes that document's new version.")
             or [])
     else:
         path_text = st.text_input("Path", key="ingest-path", placeholder="examples/materials/engineering",
@@ -110,21 +156,25 @@ with left:
         sync = st.checkbox("Mark documents of this lens whose files are gone as deleted (sync)", key="ingest-sync",
                            help="Only for folders: their history is kept.")
 
+    names = upload_names([f.name for f in uploads])
+    if uploads:
+        upload_notes(rt.workspace, lens, tenant, uploads, names)
+
 busy = busy_note(rt)
-ready = bool(lens) and (bool(uploads) if source == "Upload files" else bool(path_text.strip()))
+accepted = [(n.name, f) for n, f in zip(names, uploads, strict=True) if n.name]
+ready = bool(lens) and (bool(accepted) if source == "Upload files" else bool(path_text.strip()))
 if st.button("Ingest", type="primary", disabled=not ready or busy is not None, key="ingest-go"):
     try:
         lens = validate_name("lens", lens)
         tenant = validate_name("tenant", tenant)
         if source == "Upload files":
-            paths = save_uploads(rt.workspace, lens, uploads)
-            what = f"{len(paths)} uploaded file{'s' if len(paths) != 1 else ''}"
+            start_uploads(rt, eng, [(name, f.getvalue()) for name, f in accepted], lens=lens, tenant=tenant,
+                          refused=[n.refused for n in names if n.refused])
             st.session_state["upload-nonce"] = st.session_state.get("upload-nonce", 0) + 1
         else:
             path = Path(path_text.strip()).expanduser()
-            paths = [path if path.is_absolute() else Path.cwd() / path]
-            what = file_name(path_text.strip().rstrip("/")) or path_text
-        start(rt, eng, paths, lens=lens, tenant=tenant, sync=sync, what=what)
+            start(rt, eng, [path if path.is_absolute() else Path.cwd() / path], lens=lens, tenant=tenant, sync=sync,
+                  what=file_name(path_text.strip().rstrip("/")) or path_text)
         st.rerun()
     except RagloomError as exc:
         fail(exc)

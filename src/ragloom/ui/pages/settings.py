@@ -1,7 +1,10 @@
 """Settings: chunking, graph, lenses, embedding and the language model, saved to ragloom.toml.
 
-API keys are read from the environment only: this page says whether the variable is set,
-never what it holds, and never writes a key anywhere.
+API keys are read from the environment only: this page never shows or writes a key. The server
+sends the key variable's value to the base URL, so the variable may only be one of the
+providers' own or those the operator lists (``server.llm_key_variables``), the page says
+whether a variable is set for those names only, and when the app listens beyond this machine
+neither the base URL nor the key variable can be changed here.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import streamlit as st
 from ragloom.chunk import chunker_names
 from ragloom.config import CONFIG_FILENAME, PROVIDER_DEFAULTS, save_settings
 from ragloom.errors import RagloomError
+from ragloom.httpguard import is_loopback
 from ragloom.synthesise.writers import WRITERS
-from ragloom.ui.common import engine, ensure_app, header, index_warning, runtime
-from ragloom.ui.helpers import parse_lines, settings_changes
+from ragloom.ui.common import bind_address, engine, ensure_app, header, index_warning, runtime
+from ragloom.ui.helpers import key_note, key_variables, llm_problems, parse_lines, settings_changes
 
 ensure_app()
 rt = runtime()
@@ -34,6 +38,10 @@ index_warning(rt, eng, key="settings")
 
 providers = ["none", *[p for p in WRITERS.names() if p != "none"]]
 strategies = chunker_names()
+address = bind_address()
+exposed = not is_loopback(address)
+allowed = key_variables(s.server.llm_key_variables)
+key_choices = ["", *allowed, *([s.llm.api_key_env] if s.llm.api_key_env and s.llm.api_key_env not in allowed else [])]
 
 with st.form("settings-form"):
     left, right = st.columns(2, gap="large")
@@ -90,21 +98,28 @@ with st.form("settings-form"):
         model = m1.text_input("Model", value=s.llm.model or "", key="set-model",
                               placeholder=default_model or "the provider's default",
                               help="Empty for the provider's default.")
-        base_url = m2.text_input("Base URL", value=s.llm.base_url or "", key="set-base-url",
-                                 placeholder="http://localhost:11434/v1",
+        base_url = m2.text_input("Base URL", value=s.llm.base_url or "", key="set-base-url", disabled=exposed,
+                                 placeholder="http://localhost:11434/v1" if not exposed else "the provider's own",
                                  help="Empty for the provider's own endpoint.")
-        key_env = st.text_input("API key variable", value=s.llm.api_key_env or "", key="set-key-env",
-                                placeholder=s.llm.key_variable() or "ANTHROPIC_API_KEY / OPENAI_API_KEY",
-                                help="The NAME of the environment variable holding the key; the key itself is never "
-                                     "written to the settings.")
-        variable = s.llm.key_variable()
-        if s.llm.provider == "none":
-            st.caption(":material/key: No key needed: the extractive writer runs offline.")
-        elif variable and os.environ.get(variable):
-            st.caption(f":material/key: {variable} is set in the environment.")
-        elif variable:
-            st.caption(f":material/key_off: **{variable} is not set.** Set it in the environment before starting "
-                       "`ragloom ui` (a local server such as Ollama needs none).")
+        if exposed:
+            key_env = st.text_input("API key variable", value=s.llm.key_variable(), key="set-key-env", disabled=True,
+                                    help="The NAME of the environment variable holding the key.")
+            shown = "every interface" if address in ("", "0.0.0.0", "::") else address
+            st.caption(f":material/lock: **Read-only here:** this app listens on {shown}, beyond this machine, and "
+                       "the server sends the key to the base URL. The operator sets both in ragloom.toml, under "
+                       "[llm] as base_url and api_key_env; served on 127.0.0.1, the app lets them change here.")
+        else:
+            default_key = PROVIDER_DEFAULTS.get(provider, ("", "", ""))[2]
+            key_env = st.selectbox(
+                "API key variable", key_choices, index=key_choices.index(s.llm.api_key_env or ""), key="set-key-env",
+                format_func=lambda name: name or (f"The provider's own ({default_key})" if default_key
+                                                  else "The provider's own"),
+                help="The NAME of the environment variable holding the key; the key itself is never written to the "
+                     "settings. The server sends the variable's value to the base URL, so only the providers' own "
+                     "variables and those the operator lists in ragloom.toml under [server] llm_key_variables can be "
+                     "chosen.")
+        if note := key_note(s.llm.provider, s.llm.key_variable(), allowed, os.environ):
+            st.caption(note)
     saved = st.form_submit_button("Save", type="primary", key="settings-save")
 
 if saved:
@@ -117,11 +132,15 @@ if saved:
         "graph": {"similarity_threshold": round(float(threshold), 4), "authority": parse_lines(authority_text)},
         "retrieval": {"lenses": parse_lines(lenses_text)},
         "embedding": {"embed_text": embed_text},
-        "llm": {"provider": provider, "model": model.strip(), "base_url": base_url.strip(),
-                "api_key_env": key_env.strip()},
+        "llm": {"provider": provider, "model": model.strip()} if exposed else {
+            "provider": provider, "model": model.strip(), "base_url": base_url.strip(), "api_key_env": key_env or ""},
     }
     changes = settings_changes(current, wanted)
-    if not changes:
+    problems = llm_problems(current["llm"], wanted["llm"], allowed=allowed, exposed=exposed)
+    if problems:
+        for problem in problems:
+            st.error(f"Not saved: {problem}.", icon=":material/error:")
+    elif not changes:
         st.info("Nothing changed.")
     else:
         try:
