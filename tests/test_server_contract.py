@@ -45,15 +45,18 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 #: cannot say"): what only the workspace can say (a lens, tenant or entity type it does not hold,
 #: a time before its history, an LLM it is not configured for), a mode's own options, two uploads
 #: of one name (JSON Schema has no "unique by this field"), base64 that is not (no pattern for it
-#: that generators honour) and a file name over 255 bytes of UTF-8 (the schema counts characters).
+#: that generators honour), a file name over 255 bytes of UTF-8 (the schema counts characters),
+#: and dates out of order (JSON Schema relates no two fields).
 SCHEMA_CANNOT_SAY = ("has no lens", "has no documents", "llm.provider is 'none'", "no entities of type",
                      "unknown option", "appear twice in one request", "content is not base64",
-                     "longer than the 255 a file system holds")
+                     "longer than the 255 a file system holds", "is after dated_to")
 
 
 @pytest.mark.slow
 @schema.parametrize()
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+# Derandomized: the same requests every run, so that the check passes or fails every time (random
+# seeds, tried 20 times while building it, found the cases SCHEMA_CANNOT_SAY lists).
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 def test_every_answer_is_what_the_document_says(case: Any, url: str) -> None:  # noqa: ANN401
     response = case.call(base_url=url, timeout=120)
     if response.status_code == 400 and any(words in response.json()["detail"] for words in SCHEMA_CANNOT_SAY):

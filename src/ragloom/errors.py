@@ -77,6 +77,16 @@ class MissingExtraError(RagloomError, ImportError):
             f"install it with: pip install 'ragloom[{extra}]'"
         )
 
+    @classmethod
+    def require(cls, extra: str, purpose: str, packages: dict[str, str]) -> None:
+        """Raise for the first of ``packages`` (package name -> module name) that is not
+        installed, without importing any of them."""
+        import importlib.util
+
+        for package, module in packages.items():
+            if importlib.util.find_spec(module) is None:
+                raise cls(package, extra, purpose)
+
 
 class NothingToIngestError(InvalidParameterError):
     """The paths given to an ingest hold no file that ragloom reads."""

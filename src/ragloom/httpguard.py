@@ -23,7 +23,7 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-__all__ = ["LOOPBACK_NAMES", "Guard", "error_body", "host_names", "is_loopback"]
+__all__ = ["LOOPBACK_NAMES", "Guard", "display_host", "error_body", "host_names", "is_loopback"]
 
 log = logging.getLogger("ragloom.server")
 
@@ -74,6 +74,11 @@ def is_loopback(host: str | None) -> bool:
     except ValueError:
         return _resolves_to_loopback(text.lower())
 
+
+
+def display_host(host: str) -> str:
+    """``host`` as a URL shows it: a wildcard bind as ``localhost``, an IPv6 address in brackets."""
+    return "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
 
 
 def host_names(bound: str, trusted: Iterable[str]) -> frozenset[str]:

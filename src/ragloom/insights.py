@@ -63,7 +63,7 @@ class Insights:
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, lenses)
         store = self.c.store
-        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms", "text"]
+        columns = ["chunk_id", "document_id", "lens", "start_char", "end_char", "key_terms"]
         if chunk_ids is not None:
             chunks = store.chunks(tenant, chunk_ids=chunk_ids, lenses=lenses, columns=columns)
         elif topic:
@@ -71,8 +71,10 @@ class Insights:
             chunks = store.chunks(tenant, chunk_ids=[h.chunk_id for h in hits], columns=columns)
         else:
             chunks = store.chunks(tenant, lenses=lenses, columns=columns)
-        top_n = self.c.settings.graph.key_terms
-        chunks = [{**c, "key_terms": subjects(c["key_terms"], c["text"], top_n)} for c in chunks]
+        # Every current chunk's subjects are counted once per commit; a chunk the count did not see
+        # (none, within one commit) keeps its key terms.
+        about = self.chunk_subjects(tenant)
+        chunks = [{**c, "key_terms": about.get(c["chunk_id"], c["key_terms"])} for c in chunks]
         documents = {c["document_id"] for c in chunks}
         sentences = store.chunks(tenant, table="sentences", document_ids=documents,
                                  columns=["document_id", "lens", "source_path", "section_path", "start_char",
@@ -169,19 +171,32 @@ class Insights:
         ``graph.domain_terms`` adds to by hand). Counted apart from the key terms, which need
         more repeats to link chunks in the graph (``keyterms.MIN_REPEATS``)."""
         def count() -> set[str]:
-            table = self.c.store.current_columns(tenant, ["key_terms", "lens", "text"])
+            table = self.c.store.current_columns(tenant, ["chunk_id", "lens"])
             if table is None:
                 return set()
+            about = self.chunk_subjects(tenant)
             lenses: dict[str, set[str]] = {}
-            top_n = self.c.settings.graph.key_terms
-            for terms, lens, text in zip(table["key_terms"].to_pylist(), table["lens"].to_pylist(),
-                                         table["text"].to_pylist(), strict=True):
-                for t in subjects(terms, text, top_n):
+            for chunk_id, lens in zip(table["chunk_id"].to_pylist(), table["lens"].to_pylist(), strict=True):
+                for t in about.get(chunk_id, ()):
                     lenses.setdefault(t, set()).add(lens)
             return {t for t, seen in lenses.items() if len(seen) >= SHARED_BY_LENSES}
 
         shared: set[str] = self.c.store.memo(("shared terms", tenant), count)
         return shared
+
+    def chunk_subjects(self, tenant: str) -> dict[str, list[str]]:
+        """What each current chunk speaks about (:func:`subjects`), by chunk id, once per commit."""
+        def count() -> dict[str, list[str]]:
+            table = self.c.store.current_columns(tenant, ["chunk_id", "key_terms", "text"])
+            if table is None:
+                return {}
+            top_n = self.c.settings.graph.key_terms
+            return {chunk_id: subjects(terms, text, top_n) for chunk_id, terms, text in
+                    zip(table["chunk_id"].to_pylist(), table["key_terms"].to_pylist(), table["text"].to_pylist(),
+                        strict=True)}
+
+        about: dict[str, list[str]] = self.c.store.memo(("chunk subjects", tenant), count)
+        return about
 
     def decisions(self, *, since: date | str | None = None, tenant: str | None = None,
                   lenses: Sequence[str] | None = None, limit: int | None = None) -> list[Decision]:

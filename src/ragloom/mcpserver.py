@@ -71,18 +71,11 @@ PATH = "/mcp"
 TRANSPORTS = ("stdio", "http")
 #: Documents listed in resources/list (``ragloom://documents`` lists them all).
 LISTED_DOCUMENTS = 1000
-#: The parameters of Engine.query and Engine.ask that ``options`` must not repeat.
-_NAMED = frozenset({"text", "question", "k", "mode", "lenses", "tenant", "as_of", "budget", "organize", "optimize",
-                    "writer", "on_text", "dated_from", "dated_to"})
 _WINDOW_ID = re.compile(r"^([0-9a-f]{20}):(\d+)-(\d+)$")
 
 
 def _check_extra() -> None:
-    import importlib.util
-
-    for package, module in (("mcp", "mcp"), ("uvicorn", "uvicorn")):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(package, "mcp", "ragloom mcp")
+    MissingExtraError.require("mcp", "ragloom mcp", {"mcp": "mcp", "uvicorn": "uvicorn"})
 
 
 # -- who is calling ---------------------------------------------------------------------------------
@@ -219,11 +212,9 @@ class _Limits:
                 raise InvalidParameterError(f"lenses[{i}] ({len(lens)} characters) is not a lens name (at most 64)")
 
     def options(self, value: Mapping[str, Any] | None) -> dict[str, Any]:
-        options = dict(value or {})
-        clash = sorted(_NAMED & options.keys())
-        if clash:
-            raise InvalidParameterError(f"options {', '.join(map(repr, clash))} repeat parameters of the tool; give "
-                                        "them as parameters, not inside options")
+        from ragloom.server import mode_options
+
+        options = mode_options(dict(value or {}), given_as="parameters of the tool")
         for name, option in options.items():
             if isinstance(option, int) and not isinstance(option, bool):
                 self.count(f"options.{name}", abs(option))
@@ -742,7 +733,7 @@ def _serve_http(engine: "Engine", keys: Keys, *, host: str, port: int, key: str 
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from ragloom.httpguard import Guard, host_names, is_loopback
+    from ragloom.httpguard import Guard, display_host, host_names, is_loopback
     from ragloom.server import exposure, listening
 
     if not 0 <= port < 65536:
@@ -767,7 +758,7 @@ def _serve_http(engine: "Engine", keys: Keys, *, host: str, port: int, key: str 
                                            lifespan="on"))
     with listening(host, port) as sock:
         bound = sock.getsockname()[1]
-        shown = "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+        shown = display_host(host)
         access = ("API keys required (Authorization: Bearer <key>)" if keys.configured
                   else "no API keys: every caller is trusted" + ("" if local else " (--insecure)"))
         say(f"ragloom mcp: http://{shown}:{bound}{PATH}  (workspace {engine.workspace.path}; {access}; Ctrl-C to "

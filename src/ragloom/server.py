@@ -70,11 +70,7 @@ _NAMED = frozenset({"text", "question", "k", "mode", "lenses", "tenant", "as_of"
 
 
 def _check_extra() -> None:
-    import importlib.util
-
-    for package, module in (("fastapi", "fastapi"), ("uvicorn", "uvicorn")):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(package, "serve", "ragloom serve")
+    MissingExtraError.require("serve", "ragloom serve", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
 
 
 # -- request bodies (pydantic at the edge) -------------------------------------------------------
@@ -84,11 +80,12 @@ class _Body(BaseModel):
     # A misspelt field is an error (422), not silently ignored.
     model_config = ConfigDict(extra="forbid")
 
-    @field_validator("*", mode="after")
+    @field_validator("options", mode="after", check_fields=False)
     @classmethod
-    def _unicode(cls, value: Any, info: ValidationInfo) -> Any:  # noqa: ANN401 - any field
+    def _unicode(cls, value: Any, info: ValidationInfo) -> Any:  # noqa: ANN401 - any option
         # JSON may carry a lone surrogate ("\\ud800"): Python takes it, UTF-8 (LanceDB, the
-        # tokenizer, the reply) does not. Refused here, with the field named, not a 500 later.
+        # tokenizer, the reply) does not. A str field refuses it itself (pydantic); the values of
+        # `options` are Any, so they are walked here: a 422 naming the field, not a 500 later.
         problem = _bad_text(value)
         if problem:
             raise ValueError(f"{info.field_name}: {problem}")
@@ -323,11 +320,12 @@ def _dumps(data: Any) -> bytes:  # noqa: ANN401 - anything json can write
     return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
 
 
-def _options(options: dict[str, Any]) -> dict[str, Any]:
+def mode_options(options: dict[str, Any], *, given_as: str = "fields of the body") -> dict[str, Any]:
+    """``options`` if none of them repeats a parameter of the query or the question (HTTP and MCP alike)."""
     clash = sorted(_NAMED & options.keys())
     if clash:
         raise InvalidParameterError(f"options {', '.join(map(repr, clash))} repeat parameters of the request; "
-                                    "give them as fields of the body, not inside options")
+                                    f"give them as {given_as}, not inside options")
     return options
 
 
@@ -595,7 +593,7 @@ def create_app(engine: "Engine", *, warm: bool = True, host: str = "127.0.0.1") 
         r: Any = request
         result = engine.query(r.text, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
                               as_of=r.as_of, budget=r.budget, organize=r.organize, optimize=r.optimize,
-                              dated_from=r.dated_from, dated_to=r.dated_to, **_options(r.options))
+                              dated_from=r.dated_from, dated_to=r.dated_to, **mode_options(r.options))
         return reply(result.to_dict())
 
     @app.post("/ask", tags=["read"], responses=writes)
@@ -605,7 +603,7 @@ def create_app(engine: "Engine", *, warm: bool = True, host: str = "127.0.0.1") 
         r: Any = request
         result = engine.ask(r.question, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
                             as_of=r.as_of, budget=r.budget, writer=writer(r.model, r.strongest),
-                            dated_from=r.dated_from, dated_to=r.dated_to, **_options(r.options))
+                            dated_from=r.dated_from, dated_to=r.dated_to, **mode_options(r.options))
         return reply(result.to_dict())
 
     @app.post("/generate", tags=["write"], responses=writes)
@@ -755,6 +753,7 @@ def serve(workspace: str | Path | None = None, *, config: str | Path | None = No
     import uvicorn
 
     from ragloom.engine import Engine
+    from ragloom.httpguard import display_host
 
     engine = engine or Engine(workspace, config_file=config)
     say = announce or _print
@@ -764,7 +763,7 @@ def serve(workspace: str | Path | None = None, *, config: str | Path | None = No
                                            timeout_graceful_shutdown=10))
     with listening(host, port) as sock:
         bound = sock.getsockname()[1]
-        shown = "localhost" if host in ("0.0.0.0", "::", "") else f"[{host}]" if ":" in host else host
+        shown = display_host(host)
         say(f"ragloom serve: http://{shown}:{bound}  (workspace {engine.workspace.path}; "
             f"API docs at http://{shown}:{bound}/docs; Ctrl-C to stop)")
         try:

@@ -38,11 +38,7 @@ def streamlit_command(*, port: int, host: str) -> list[str]:
 
 
 def _check_streamlit() -> None:
-    import importlib.util
-
-    for package, module in (("streamlit", "streamlit"), ("streamlit-agraph", "streamlit_agraph")):
-        if importlib.util.find_spec(module) is None:
-            raise MissingExtraError(package, "ui", "ragloom ui")
+    MissingExtraError.require("ui", "ragloom ui", {"streamlit": "streamlit", "streamlit-agraph": "streamlit_agraph"})
 
 
 def exposure_warning(host: str, port: int, workspace: Path) -> str:
