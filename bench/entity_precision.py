@@ -10,7 +10,8 @@ drawn with the same seed. Each line is one mention: where it is (``path``, ``sta
 in the text ragloom's loader makes of the file), what the old pass said (``type``, ``rule``)
 and the judgement: ``entities``, the named entities in or around the span with their types
 (empty: no entity there). Corpus text is not stored, only offsets and short names. Lines with
-``round`` 2 were labelled later, for spans the current pass finds that no round-1 line covers.
+``round`` 2 were labelled later, for spans the current pass finds that no round-1 line covers;
+``round`` 3 (issue 26), the one default mention that the speaker-turn rules added uncovered.
 
 A mention the current pass finds is *judged* when its span lies inside a labelled region (the
 labelled span together with its entities). It is right when its span is exactly one of the

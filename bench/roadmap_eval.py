@@ -31,7 +31,7 @@ import argparse
 import json
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +97,13 @@ def covers(quote: tuple[str, int, int], label: tuple[str, int, int]) -> bool:
     return overlap >= 0.5 * (lb - la)
 
 
-def evaluate_ask(engine: Engine, texts: Texts, questions: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def evaluate_ask(engine: Engine, questions: Sequence[dict[str, Any]],
+                 label_of: Callable[[dict[str, Any]], tuple[str, int, int]]) -> dict[str, Any]:
+    """``ask`` on each question: whether a quote covers its answer (``label_of``: the answer's
+    document id and span), and whether the answer was among the sources at all."""
     rows = []
     for q in questions:
-        label = texts.span(q["file"], q["answer"])
+        label = label_of(q)
         started = time.perf_counter()
         result = engine.ask(q["question"])
         seconds = time.perf_counter() - started
@@ -188,7 +191,8 @@ def main() -> None:
         questions = [q for q in load_jsonl(LABELS / "rust_council_questions.jsonl")
                      if args.split == "all" or q["split"] == args.split]
         engine.ask(questions[0]["question"])  # the model loaded, the indexes read: not the questions' time
-        out["ask"] = {split: evaluate_ask(engine, texts, [q for q in questions if q["split"] == split])
+        out["ask"] = {split: evaluate_ask(engine, [q for q in questions if q["split"] == split],
+                                          lambda q: texts.span(q["file"], q["answer"]))
                       for split in sorted({q["split"] for q in questions})}
         table = [[split, r["questions"], f"{r['answered']} ({r['accuracy']:.0%})", r["in_sources"],
                   f"{r['answered_when_in_sources']:.0%}", ", ".join(f"{k} {v}" for k, v in r["by_kind"].items())]

@@ -26,3 +26,9 @@ def test_the_architecture_examples_run(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:  # what the examples registered is theirs alone
         CHUNKERS._items.pop("paragraph", None)
         MODES._items.pop("lens-first", None)
+
+
+def test_the_facade_stays_under_300_lines() -> None:
+    """README and docs/architecture.md promise it: a feature that needs more belongs in a service."""
+    lines = (ROOT / "src" / "ragloom" / "engine.py").read_text(encoding="utf-8").count("\n")
+    assert lines < 300, f"src/ragloom/engine.py has {lines} lines; move the new logic into the service it belongs to"

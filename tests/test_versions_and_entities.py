@@ -138,6 +138,57 @@ def test_entities_listing_resolves_aliases(tmp_path: Path, materials: Path) -> N
     assert engine.entities(type="customer", lens="team-conversational")  # a type it has, in a lens that has it
 
 
+MINUTES = {
+    "2025-01-10.md": "# Council 2025-01-10\n\n## Attendance\n\n- Council members: TC, Robin Ginn, Mara Bos\n\n"
+                     "TC: Hearing support and no objections, the agenda is approved.\n\n"
+                     "Robin Ginn: the survey results are in, we should publish them soon.\n\n"
+                     "Mara: I can write the post this week if nobody else wants to.\n",
+    "2025-01-24.md": "# Council 2025-01-24\n\nAttendees: TC, Mara Bos, Robin Gin\n\n"
+                     "- **TC**: the budget for Node.js v22 hosting is approved now.\n"
+                     "- Mara: good, then we close the item and move on to the next one.\n",
+    "2025-02-07.md": "# Council 2025-02-07\n\nMara asked about Node.js again; Robin Ginn said the\n"
+                     "Node.js migration is done.\nTC closed the meeting.\n",
+    "2025-02-21.md": "# Council 2025-02-21\n\nRobin Ginn and TC reviewed the plan. Node.js, nodejs and NodeJS all came up.\n",
+}
+
+
+def test_the_listing_counts_every_mention_and_merges_variants(tmp_path: Path) -> None:
+    """Issue 26's three symptoms through the engine: a name counted only where its document
+    typed it, people in turns and attendee lists missing, a one-letter typo a second entity."""
+    folder = tmp_path / "minutes"
+    folder.mkdir()
+    for name, text in MINUTES.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(folder, lens="meetings")
+    rows = {e["name"]: e for e in engine.entities()}
+    # known from "Node.js v22" in one document, counted in the two others that write it
+    assert (rows["Node.js"]["mentions"], rows["Node.js"]["documents"]) == (5, 2) and rows["Node.js v22"]["mentions"] == 1
+    assert {"nodejs", "NodeJS"} <= set(rows["Node.js"]["aliases"])
+    assert (rows["TC"]["type"], rows["TC"]["mentions"], rows["TC"]["documents"]) == ("person", 6, 4)
+    assert (rows["Robin Ginn"]["mentions"], rows["Robin Ginn"]["documents"]) == (5, 4)
+    assert "Robin Gin" not in rows and "Robin Gin" in rows["Robin Ginn"]["aliases"]
+    assert (rows["Mara Bos"]["mentions"], rows["Mara Bos"]["documents"]) == (5, 3) and "Mara" in rows["Mara Bos"]["aliases"]
+    assert [e["name"] for e in engine.entities(type="person")][:1] == ["TC"]
+
+
+def test_an_incremental_ingest_lists_what_a_full_build_lists(tmp_path: Path) -> None:
+    folder = tmp_path / "minutes"
+    folder.mkdir()
+    step = Engine(tmp_path / "ws-step", settings=fast_settings(), embedder=HashingEmbedder())
+    for name, text in MINUTES.items():  # one document at a time: each new one teaches the others' names
+        (folder / name).write_text(text, encoding="utf-8")
+        step.ingest(folder, lens="meetings")
+    full = Engine(tmp_path / "ws-full", settings=fast_settings(), embedder=HashingEmbedder())
+    full.ingest(folder, lens="meetings")
+    assert step.entities() == full.entities()
+    (folder / "2025-02-21.md").unlink()  # a document gone takes its mentions with it
+    step.ingest(folder, lens="meetings", sync=True)
+    rebuilt = Engine(tmp_path / "ws-rebuilt", settings=fast_settings(), embedder=HashingEmbedder())
+    rebuilt.ingest(folder, lens="meetings")
+    assert step.entities() == rebuilt.entities() != full.entities()
+
+
 def test_boundary_chunks_never_split_mentions_in_real_documents(tmp_path: Path, materials: Path) -> None:
     engine = workspace_with_gazetteer(tmp_path, **{"chunking.strategy": "boundary", "chunking.min_size": 60,
                                                    "chunking.target_size": 120, "chunking.max_size": 200,
@@ -268,3 +319,22 @@ def test_a_document_moved_to_another_lens_is_rewritten_under_it(tmp_path: Path, 
     assert engine.query("catalog", lenses=["engineering"]).results
     with pytest.raises(InvalidParameterError, match="has no lens 'founder'; its lenses are: engineering"):
         engine.query("catalog", lenses=["founder"])
+
+
+def test_speakers_and_attendees_are_entities_but_not_key_terms(tmp_path: Path) -> None:
+    """Who spoke or attended says nothing of what minutes are about: with them as key terms, a
+    council's themes were its members' names (issue 26)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    turns = "\n".join(f"- {who}: the grant budget for the mentorship programme needs review."
+                      for who in ("Jane Doe", "John Roe", "Jane Doe", "John Roe", "Jane Doe"))
+    (notes / "2024-05-02.md").write_text(
+        "# Sync meeting\n\nAttendees: Jane Doe, John Roe, Ada Lovelace\n\n## Grant budget\n\n" + turns
+        + "\n\nJane will send the budget to the board.\n", encoding="utf-8")
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(notes, lens="meetings")
+    listed = {e["name"] for e in engine.entities()}
+    assert {"Jane Doe", "John Roe"} <= listed
+    terms = {t for c in engine.store.chunks("default", columns=["key_terms"]) for t in c["key_terms"] or []}
+    assert "budget" in terms or "grant budget" in terms
+    assert not terms & {"jane doe", "john roe", "ada lovelace", "jane"}, terms

@@ -115,6 +115,9 @@ class RetrievalSettings(_Section):
     k: int = Field(5, ge=1, description="results per query")
     rrf_k: int = Field(60, ge=1, description="reciprocal-rank fusion constant: 1 / (rrf_k + rank)")
     candidates: int = Field(50, ge=1, description="results each retriever contributes to fusion")
+    exact_weight: float = Field(0.5, ge=0, description="hybrid fusion (and the modes built on it): weight of a "
+                                "third list when the query holds exact terms (identifiers, versions, error codes, "
+                                "paths): the candidates that hold them verbatim (0: off)")
     lenses: tuple[str, ...] = Field((),
         description="balanced mode: these lenses, in this order, each named when it has "
                                                  "no chunks (empty: the workspace's own lenses)")

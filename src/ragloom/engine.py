@@ -171,13 +171,7 @@ class Engine:
 
     def clear(self, *, lens: str | None = None, tenant: str | None = None) -> int:
         """Delete the tenant's documents (of one lens, if given) with all their versions."""
-        tenant = self.components.tenant(tenant)
-        removed = self.store.clear(tenant, lens=lens)
-        if lens is not None and not removed:  # a misspelt lens removed nothing: say so, naming the lenses
-            self.components.check_lenses(tenant, [lens])
-        if lens is None and not self.store.documents_any():
-            self.workspace.forget()
-        return removed
+        return self.pipeline.clear(lens=lens, tenant=tenant)
 
     def build_graph(self, *, tenant: str | None = None) -> int:
         """Rebuild the tenant's context graph from its current chunks; returns the edge count."""

@@ -19,6 +19,7 @@ from ragloom.analyse.questions import OpenItem, open_items
 from ragloom.checks import check_count, shown
 from ragloom.embed.base import normalize_rows
 from ragloom.enrich.backrefs import BackReference, back_references
+from ragloom.enrich.census import Census, take_census
 from ragloom.enrich.keyterms import repeated_terms
 from ragloom.errors import InvalidParameterError, UnknownChunkError
 from ragloom.graph.build import posting_cap
@@ -124,30 +125,49 @@ class Insights:
 
     def entities(self, *, tenant: str | None = None, lens: str | None = None, type: str | None = None,  # noqa: A002
                  as_of: datetime | None = None) -> list[dict[str, Any]]:
-        """Every entity mentioned in the tenant's current documents, most mentioned first."""
+        """Every entity mentioned in the tenant's current documents, most mentioned first: each
+        known entity counted wherever its name is written, variants merged (see
+        :mod:`ragloom.enrich.census`)."""
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, [lens] if lens else None, as_of=as_of)
+        census, documents = self.census(tenant, as_of=as_of)
         table: dict[str, dict[str, Any]] = {}
-        for m in self.c.store.mentions(tenant, lenses=[lens] if lens else None, as_of=as_of):
-            if type is not None and m["type"] != type:
+        for m in census.mentions:
+            lens_of, path = documents.get(m.document_id, (None, None))
+            entity = census.entities[m.entity_id]
+            if lens_of is None or lens is not None and lens_of != lens or type is not None and entity.type != type:
                 continue
-            entry = table.setdefault(m["entity_id"], {"entity_id": m["entity_id"], "name": m["canonical"],
-                                                       "type": m["type"], "mentions": 0, "documents": set(),
-                                                       "aliases": set(), "lenses": set()})
+            entry = table.setdefault(m.entity_id, {"entity_id": m.entity_id, "name": entity.name, "type": entity.type,
+                                                   "mentions": 0, "documents": set(), "aliases": set(), "lenses": set()})
             entry["mentions"] += 1
-            entry["documents"].add(m["source_path"])
-            entry["lenses"].add(m["lens"])
-            if m["text"] != m["canonical"]:
-                entry["aliases"].add(m["text"])
+            entry["documents"].add(path)
+            entry["lenses"].add(lens_of)
+            written = " ".join(m.text.split())  # a name wrapped at a line break is the same alias
+            if written != entity.name:
+                entry["aliases"].add(written)
         if type is not None and not table:
             # A type no entity of the tenant has (in any lens) is a misspelling to report, as a lens is.
-            types = sorted({m["type"] for m in self.c.store.mentions(tenant, as_of=as_of)})
+            types = sorted({e.type for e in census.entities.values()})
             if types and type not in types:
                 raise InvalidParameterError(f"no entities of type {shown(type)} in the workspace {self.c.workspace} "
                                             f"(tenant {tenant!r}); its types are: {', '.join(types)}")
         rows = [{**e, "documents": len(e["documents"]), "aliases": sorted(e["aliases"]), "lenses": sorted(e["lenses"])}
                 for e in table.values()]
         return sorted(rows, key=lambda e: (-e["mentions"], e["name"]))
+
+    def census(self, tenant: str, *, as_of: datetime | None = None) -> tuple[Census, dict[str, tuple[str, str]]]:
+        """The tenant's entity census (:func:`ragloom.enrich.census.take_census`) and each
+        document's lens and path, by document id; the current one is taken once per commit."""
+        def take() -> tuple[Census, dict[str, tuple[str, str]]]:
+            store = self.c.store
+            documents = {d["document_id"]: (d["lens"], d["source_path"]) for d in store.documents(tenant, as_of=as_of)}
+            texts = store.document_texts(tenant, documents, as_of=as_of)
+            return take_census(store.mentions(tenant, as_of=as_of), texts), documents
+
+        if as_of is not None:
+            return take()
+        found: tuple[Census, dict[str, tuple[str, str]]] = self.c.store.memo(("entity census", tenant), take)
+        return found
 
     def generic_terms(self, tenant: str) -> set[str]:
         """Key terms too general to tell subjects apart: the settings' domain terms, and those

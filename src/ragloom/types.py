@@ -62,7 +62,7 @@ class Section:
 
 @dataclass(frozen=True, slots=True)
 class QualityIssue:
-    kind: str  # length_violation | entity_split | poor_boundary | low_coherence
+    kind: str  # length_violation | entity_split | poor_boundary
     severity: str  # low | medium | high
     description: str
     suggestion: str = ""

@@ -237,6 +237,36 @@ def test_people_by_context_and_not_acronym_definitions_or_roles() -> None:
     assert "VP Engineering" not in got and "Senior Product Manager" not in got and "Product" not in got
 
 
+def test_names_at_line_starts_in_turns_and_lists_are_people() -> None:
+    minutes = ("# Council meeting\n\n## Attendance\n\n- Council members: TC, Jane Doe, oli, Robin Ginn\n"
+               "- Observers: Sam Lee\n\n## Notes\n\n"
+               "TC: Hearing support and no objections, the agenda is approved.\n\n"
+               "**Jane Doe**: I think we should publish the summary this week.\n\n"
+               "- Robin Ginn: the survey closes on Friday, so we can look at it next time.\n"
+               "- Jane: sounds good, I will write it up.\n\nTC: Thanks all, we are done here.\n")
+    found = {(m.text, m.canonical, m.type) for m in EntityExtractor()(minutes)}
+    assert {("TC", "TC", "person"), ("Jane Doe", "Jane Doe", "person"), ("Robin Ginn", "Robin Ginn", "person"),
+            ("Sam Lee", "Sam Lee", "person"), ("Jane", "Jane Doe", "person")} <= found
+    assert not any(text in ("Council", "Observers", "Attendance", "Notes") for text, _, _ in found)
+
+
+def test_labels_in_documentation_are_not_speakers() -> None:
+    text = ("Returns: the value of the field.\n\nEnum: 65/0x41\n\nTitle: **Linux Kernel Mailing List**\n\n"
+            "Rationale: The whole idea behind indentation is to define clearly where a block starts.\n\n"
+            "Availability: Unix, not WASI.\n\nAvailability: Unix, not Emscripten.\n\n"
+            "Signed-off-by: a maintainer who takes the patch and sends it on.\n")
+    assert [m for m in EntityExtractor()(text) if m.type == "person"] == []
+
+
+def test_one_word_speakers_need_two_turns_and_someone_to_talk_to() -> None:
+    notes = ("Mara: we should ship the survey on time, I will check.\n\nNiko: the budget is not final, so we wait.\n\n"
+             "Mara: agreed, we wait for it then.\n\nNiko: good, I will ask the board about it.\n\nJack: fine by me.\n")
+    people = {m.text for m in EntityExtractor()(notes) if m.type == "person"}
+    assert people == {"Mara", "Niko"}  # Jack speaks once, and nobody lists him
+    alone = "Mara: we should ship the survey on time, I will check.\n\nMara: agreed, we wait for it then.\n"
+    assert [m for m in EntityExtractor()(alone) if m.type == "person"] == []  # one speaker is a label's shape
+
+
 def test_a_title_stands_before_a_name_not_at_the_end_of_a_word() -> None:
     text = "Yesterday Dr. Laura Chen met Ms. Ada Byron.\nIt counts errors on Registered DIMMs.\n\n   However, those count too."
     assert {n: kind for n, (kind, _) in found(text).items() if kind == "person"} == {"Laura Chen": "person",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import inspect
+import re
 import threading
 import zlib
 from abc import ABC, abstractmethod
@@ -18,7 +19,7 @@ from ragloom.parse.sections import MIN_CHUNK_CHARS as MIN_CHUNK_CHARS
 from ragloom.parse.sections import merge_sections, parse_sections
 from ragloom.parse.sentences import trim as trim  # re-exported: the strategies import it from here
 from ragloom.plugins import Registry
-from ragloom.tokens import TokenCounter, get_tokenizer
+from ragloom.tokens import DEFAULT_TOKENIZER, TokenCounter, get_tokenizer
 from ragloom.types import Chunk, QualityIssue, Section
 
 if TYPE_CHECKING:
@@ -132,10 +133,13 @@ class Chunker(ABC):
     #: What neighbouring chunks share, in the size model's unit (0: nothing).
     overlap: int = 0
     #: Sibling sections are joined while they fit in this many characters (0: never); a
-    #: section shorter than ``min_chunk_chars`` joins its neighbour (0: never). Strategies
+    #: section shorter than ``min_chunk_chars`` joins its neighbour (0: only a bare heading does). Strategies
     #: that cut within sections set these; see :func:`~ragloom.parse.sections.merge_sections`.
     merge_limit_chars: int = 0
     min_chunk_chars: int = 0
+    #: Whether a span that is a heading alone, or holds no word, joins its neighbour (see
+    #: :meth:`_absorb_bare`); off only for the sentence index, whose entries are sentences.
+    join_bare: bool = True
 
     @classmethod
     def from_settings(cls, settings: ChunkingSettings) -> Chunker:
@@ -189,11 +193,12 @@ class Chunker(ABC):
         """
         if sections is None:
             sections = parse_sections(text)
-        if self.merge_limit_chars or self.min_chunk_chars:
-            sections = merge_sections(text, sections, limit_chars=self.merge_limit_chars,
-                                      min_chars=self.min_chunk_chars)
+        # Always: a heading with nothing under it joins the section it heads, whatever the strategy.
+        sections = merge_sections(text, sections, limit_chars=self.merge_limit_chars, min_chars=self.min_chunk_chars)
         guard = Protected(_within(protected, len(text)))
         per_section = [(section, self.split_section(text, section.start, section.end, guard)) for section in sections]
+        if self.join_bare:
+            per_section = [(section, self._absorb_bare(text, spans)) for section, spans in per_section]
         total = sum(len(spans) for _, spans in per_section)
         chunks: list[Chunk] = []
         for section, spans in per_section:
@@ -203,6 +208,36 @@ class Chunker(ABC):
                                     section.index, i, self.name, issues=issues))
         return chunks
 
+    def _absorb_bare(self, text: str, spans: list[Span]) -> list[Span]:
+        """``spans`` with each one that is only a heading, or holds no word at all (a ``>``
+        of a quotation, a rule), joined to the span after it (the last to the one before),
+        unless the join would pass the strategy's maximum size: such a chunk matches a query's
+        words and answers nothing."""
+        if len(spans) < 2 or not any(_bare(text, s, e) for s, e, _, _ in spans):
+            return spans
+        counter = getattr(self, "tokenizer", None) or get_tokenizer(DEFAULT_TOKENIZER)
+        model = self.size_model()
+
+        def joined(a: Span, b: Span) -> Span | None:
+            lo, hi = a[0], max(a[1], b[1])
+            tokens = counter.count(text[lo:hi])
+            size = tokens if model.unit == "tokens" else len(text[lo:hi])
+            return (lo, hi, tokens, a[3] + b[3]) if size <= model.maximum else None
+
+        out: list[Span] = []
+        for span in spans:
+            if out and _bare(text, out[-1][0], out[-1][1]):
+                both = joined(out[-1], span)
+                if both is not None:
+                    out[-1] = both
+                    continue
+            out.append(span)
+        if len(out) > 1 and _bare(text, out[-1][0], out[-1][1]):
+            both = joined(out[-2], out[-1])
+            if both is not None:
+                out[-2:] = [both]
+        return out
+
     @abstractmethod
     def split_section(self, text: str, start: int, end: int, protected: Protected) -> list[Span]:
         """Spans covering the text of ``text[start:end]``."""
@@ -210,6 +245,14 @@ class Chunker(ABC):
     def params(self) -> dict[str, object]:
         """The parameters that define this chunker's output (recorded with an index)."""
         return {}
+
+
+#: A span that is headings alone, or holds no word character.
+_BARE = re.compile(r"\s*(?:#{1,6}(?:[ \t][^\n]*)?(?:\n\s*|$))+|\W*")
+
+
+def _bare(text: str, start: int, end: int) -> bool:
+    return _BARE.fullmatch(text, start, end) is not None
 
 
 def content_defined(text: str, candidates: Sequence[int]) -> int:

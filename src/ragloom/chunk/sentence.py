@@ -21,9 +21,11 @@ class SentenceChunker(Chunker):
 
     name = "sentence"
 
-    def __init__(self, max_chars: int = 2000, *, tokenizer: str | TokenCounter = DEFAULT_TOKENIZER) -> None:
+    def __init__(self, max_chars: int = 2000, *, tokenizer: str | TokenCounter = DEFAULT_TOKENIZER,
+                 join_bare: bool = True) -> None:
         require(max_chars >= 20, f"max_chars ({max_chars}) must be at least 20")
         self.max_chars = max_chars
+        self.join_bare = join_bare
         self.tokenizer = resolve_tokenizer(tokenizer)
 
     @classmethod

@@ -12,11 +12,13 @@ Four sources, in order of trust:
 4. **capitalised-phrase candidates**, typed by their shape (``… Inc`` is an organisation,
    ``Dr. …`` a person, ``… v2`` a product), or ``other``; a capital counts only where its
    position does not explain it, and the shapes kept by default are those measured at least
-   0.8 precise (:data:`CANDIDATE_SHAPES`, ``bench/entity_precision.py``).
+   0.8 precise (:data:`CANDIDATE_SHAPES`, ``bench/entity_precision.py``); and people named by
+   their place in meeting notes: a speaker's turn, a list of attendees.
 
 Overlaps are resolved in that order of trust, then by length. Aliases resolve to one canonical
 entity; inside a document, a short form (``Apex``) resolves to the one longer name it starts
-(``Apex HVAC``).
+(``Apex HVAC``). What a whole workspace knows (a name counted wherever it is written, variants
+merged) is :mod:`ragloom.enrich.census`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
@@ -42,6 +44,8 @@ OTHER = "other"
 
 SOURCE_RANK = {"gazetteer": 0, "model": 1, "pattern": 2, "candidate": 3}
 CONFIDENCE = {"gazetteer": 0.95, "model": 0.8, "pattern": 0.9, "candidate": 0.5}
+#: The shapes that name a person by place (a speaker's turn, a list of attendees).
+BY_PLACE = ("person_turn", "person_list")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,8 @@ class EntityMention:
     type: str
     confidence: float
     source: str  # gazetteer | model | pattern | candidate
+    #: The capitalised-phrase shape that found a candidate (``person_turn``, ...); empty otherwise.
+    shape: str = ""
 
     @property
     def entity_id(self) -> str:
@@ -248,6 +254,8 @@ CANDIDATE_SHAPES: Mapping[str, str] = MappingProxyType({
     "person_context": "two or three name words before a role or a verb of speech (Jane Doe (Finance), … said): person",
     "product_version": "a name with a version (Fleet Tracker v3, Python 3.11): product",
     "product_name": "a name ending in a product word (Windows API, Customer Portal): product",
+    "person_turn": "a name that opens a speaker's turn (Jane Doe: …, **Jane Doe**: …, - TC: … twice): person",
+    "person_list": "a name in a list of people (Attendees: A, B, C; the lines under an Attendance heading): person",
     "short_form": "one word that starts a typed name of the same document (Apex for Apex HVAC): that name's type",
     "name": "any other capitalised name, untyped: other",
     "acronym": "an all-capital word written at least twice, untyped: other",
@@ -255,7 +263,7 @@ CANDIDATE_SHAPES: Mapping[str, str] = MappingProxyType({
 #: The shapes ``entities.candidates = true`` keeps: those at least 0.8 precise on the labelled
 #: sample (docs/benchmarks.md, "Entity candidates: precision").
 DEFAULT_CANDIDATE_SHAPES: tuple[str, ...] = ("organisation", "person_title", "person_context", "product_version",
-                                             "product_name", "short_form")
+                                             "product_name", "person_turn", "person_list", "short_form")
 _WEAK = "weak"  # a lone word capitalised by position: kept only if it turns out to be a short form
 
 
@@ -378,6 +386,17 @@ def _literal_blocks(text: str) -> Iterable[tuple[int, int]]:
         pos += len(line)
 
 
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """Where ``text`` holds code, not prose (fenced and inline code, literal blocks, doctest
+    lines, web and mail addresses), sorted by start; spans may overlap."""
+    spans = [(m.start(), m.end()) for m in _CODE_SPANS.finditer(text)] + list(_literal_blocks(text))
+    for m in _MAIL_DOMAIN.finditer(text):
+        user = _MAIL_USER.search(text, max(0, m.start() - 64), m.start())
+        if user is not None:
+            spans.append((user.start(), m.end()))
+    return sorted(spans)
+
+
 def _is_titled(word: str) -> bool:
     return word[:1].isupper() and word[1:].islower()
 
@@ -396,12 +415,7 @@ class _Document:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        spans = [(m.start(), m.end()) for m in _CODE_SPANS.finditer(text)] + list(_literal_blocks(text))
-        for m in _MAIL_DOMAIN.finditer(text):
-            user = _MAIL_USER.search(text, max(0, m.start() - 64), m.start())
-            if user is not None:
-                spans.append((user.start(), m.end()))
-        spans.sort()
+        spans = code_spans(text)
         parts, done = [], 0
         for a, b in spans:
             if b > done:
@@ -542,7 +556,8 @@ def _classify(doc: _Document, start: int, end: int, where: int) -> Candidate | N
     after = text[end : end + 40]
 
     def made(kind: str, confidence: float, shape: str) -> Candidate:
-        return Candidate(EntityMention(start, end, text[start:end], text[start:end], kind, confidence, "candidate"), shape)
+        return Candidate(EntityMention(start, end, text[start:end], text[start:end], kind, confidence, "candidate",
+                                       shape), shape)
 
     name_like = all(_NAME_WORD.fullmatch(w) and w not in COMMON for w in words)
     if len(words) > 1 and (_ORG_SUFFIX.search(phrase) and words[0] not in _TRAILING or _ORG_PREFIX.match(phrase)) \
@@ -584,6 +599,171 @@ def _classify(doc: _Document, start: int, end: int, where: int) -> Candidate | N
     return None
 
 
+# -- people by their place in meeting notes ------------------------------------------------------
+#
+# Meeting notes name people where the capital-position rule above finds no evidence: at the
+# start of a speaker's turn ("Eric Huss: I think …", "- **Jane Doe**: …") and in lists of people
+# ("Attendees: A, B, C", the lines under an "Attendance" heading). There the place is the
+# evidence. One word is a person in a list of people, or when it opens two turns of the document
+# and is written in lower case less often than that ("Decision:" is, "Mara:" is not).
+
+_TURN = re.compile(
+    r"^[ \t]*(?:(?:[-*+>]|\d{1,3}[.)])[ \t]+)*(?:\*\*|__)?"
+    # possessive: the colon must follow the whole name at once
+    r"(?P<name>[^\W\d_][\w'’-]*+(?:[ \t][^\W\d_][\w'’-]*+){0,3}+)"
+    # what follows is said, not linked
+    r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]+(?=[^\s<\[(`])(?!https?:)", re.MULTILINE)
+_ROSTER_LINE = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:(?:\*\*|__)?(?P<label>[A-Za-z][A-Za-z -]{0,40}?)(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]*)?"
+    r"(?P<items>\S[^\n]*)$", re.MULTILINE)
+_ROSTER_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+(?:\*\*)?(?:attendees|attendance|participants|present|people)"
+                             r"\b[^\n]*$", re.MULTILINE | re.IGNORECASE)
+_ANY_HEADING = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]", re.MULTILINE)
+#: The last word of a label that introduces people: "Council members: …", "Facilitator: …".
+_ROSTER_WORDS = frozenset("""attendees attendance attending present participants members observers guests invitees
+    apologies regrets absent facilitator facilitators chair chairs host hosts scribe notetaker notetakers note-taker
+    note-takers minute-taker minute-takers minutes moderator moderators presenters speakers directors
+    representatives unavailable missing""".split())
+#: A line that starts with a label of people (a cheap search first: most documents have none).
+#: Its words are matched case by case: an IGNORECASE search took three times as long.
+_ROSTER_LABEL = re.compile(r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?:[A-Za-z]+[ -]){0,3}(?:"
+                           + _trie_pattern([*_ROSTER_WORDS, *(w.capitalize() for w in _ROSTER_WORDS)])
+                           + r")(?:\*\*|__)?[ \t]*:", re.MULTILINE)
+_ROSTER_ITEM = re.compile(r"[^,;]+")
+_ROSTER_AND = re.compile(r"(?<![ \t])[ \t]+(?:and|&)[ \t]+")  # from a run's start: linear on runs of blanks
+_ROSTER_NAME = re.compile(r"[ \t]*@?(?P<name>[^\W\d_][\w'’-]*(?:[ \t]+[^\W\d_][\w'’-]*){0,3})"
+                          r"[ \t]*(?:\([^)\n]*\))?[ \t.]*")  # "Maya Okafor (Product)"
+#: Words that open labelled lines of notes and documentation, not turns ("Returns: …").
+_LABEL_WORDS = frozenset("""Link Links Label Labels Goal Goals Proposal Conclusion Decision Decide Discuss Info Outcome
+    Outcomes Update Updates Agenda Minutes Topic Topics Observers Council Attendance Facilitator Total Time Estimate
+    Example Examples Warning Important Tip Caution Source Sources Reference References Result Results Reason Pros Cons
+    Edit Reminder Consensus Unavailable Missing Room Nominated Apologies Previous Related Current Budget Travel Input
+    Output Returns Return Raises Parameters Args Arguments Usage Default Type Value Values Name Version Availability
+    Changed Deprecated Added Subject Cc Re Fwd Bug Fix Feature Description Details Steps Expected Actual Priority
+    Assignee Reviewer Reviewers Contact Email Phone Website Location Venue Solution Problem Issue Issues Requirement
+    Answer Question Action Actions Comment Comments Response Recap Purpose Audience Attachments Meeting Call Notes
+    Present Absent Guests Members Participants Feedback Announcement Announcements Vote Votes Motion Agreed Resolved
+    Resolution Follow Next Done Open Closed Pending Blocked Todo Tasks Task Step Phase Stage Option Options Pro Con
+    Yes No Cost Costs Price Impact Effort Confidence Reach Score Owner Owners Lead Leads Team Teams Inform
+    Volunteer Volunteers""".split())
+_PARTICLES = frozenset("van von de der den da di du la le del bin al".split())
+
+
+def _name_token(word: str, *, alone: bool) -> bool:
+    """A word that can stand in a person's name: letters (with ``-`` or an apostrophe) after a
+    capital; all capitals only for a short handle standing alone ("TC")."""
+    letters = word.replace("-", "").replace("'", "").replace("’", "")
+    if len(letters) < 2 or not letters.isalpha() or not word[0].isupper():
+        return False
+    if letters.isupper():
+        return alone and len(letters) <= 4 and word not in GENERIC_ACRONYMS
+    return not (word in COMMON or word in CODE_WORDS or word in _ROLE_WORDS or word in _LABEL_WORDS
+                or word in _PRODUCT_WORDS)
+
+
+def _person_words(words: Sequence[str]) -> bool:
+    if not words or len(words) > 4 or words[0] in _PARTICLES or words[-1] in _PARTICLES:
+        return False
+    named = [w for w in words if w not in _PARTICLES]
+    if len(named) > 3 or len(named) < len(words) - 1:
+        return False
+    return all(_name_token(w, alone=len(words) == 1) for w in named) \
+        and not _ORG_SUFFIX.search(" ".join(words))
+
+
+def _rosters(doc: _Document) -> Iterable[tuple[int, int]]:
+    """The lines that list people: those with a label of people, and every line under an
+    attendance heading up to the next heading."""
+    prose = doc.prose
+    spans: list[tuple[int, int]] = []  # where to look: under an attendance heading, or a line with a label of people
+    for m in _ROSTER_HEADING.finditer(prose):
+        nxt = _ANY_HEADING.search(prose, m.end())
+        spans.append((m.end(), nxt.start() if nxt else len(prose)))
+    labelled = [(m.start(), m.end()) for m in _ROSTER_LABEL.finditer(prose)]
+    for a, b in sorted(spans + labelled):
+        inside = (a, b) in spans
+        for m in _ROSTER_LINE.finditer(prose, a, b if inside else prose.find("\n", b) % (len(prose) + 1)):
+            label = (m.group("label") or "").strip()
+            if inside and len(label.split()) <= 3 or label and label.split()[-1].lower() in _ROSTER_WORDS:
+                yield m.start("items"), m.end("items")
+
+
+def _roster_names(doc: _Document, start: int, end: int) -> list[tuple[int, int]]:
+    """The people named in one list line, when at least half of its items are names."""
+    prose = doc.prose
+    # "A, B and C": "and" separates items like a comma (replaced by one of the same length).
+    line = _ROSTER_AND.sub(lambda m: "," + " " * (len(m.group(0)) - 1), prose[start:end])
+    names, items = [], 0
+    for item in _ROSTER_ITEM.finditer(line):
+        if not item.group(0).strip():
+            continue
+        items += 1
+        m = _ROSTER_NAME.fullmatch(prose, start + item.start(), start + item.end())
+        if m is None:
+            continue
+        words = m.group("name").split()
+        if _person_words(words) and all(doc.lower[w.lower()] < max(1, doc.written[w]) for w in words):
+            names.append((m.start("name"), m.end("name")))
+    return names if names and 2 * len(names) >= items else []
+
+
+def _name_shaped(word: str) -> bool:
+    """A word written as a name is: a capital, then lower case, for each part of "Jean-Luc",
+    "O'Brien" or "McKay" (not "GitHub", "AssertionError", "Signed-off-by")."""
+    parts = re.split(r"[-'’]", word)
+    for i, part in enumerate(parts):
+        part = _NAME_PREFIX.sub("", part, count=1) if len(part) > 4 else part  # noqa: PLW2901
+        if not part[:1].isupper() or not (part[1:].islower() or not part[1:] and i < len(parts) - 1):
+            return False
+    return True
+
+
+_NAME_PREFIX = re.compile(r"^(?:Mc|Mac|Le|La|De|Di|Da|Du|Van|Von)(?=[A-Z])")
+_SPOKEN = re.compile(r"(?<![\w'’/.-])[a-z]+(?![\w'’/-]|\.\w)")  # a lower-case word (not a path's) after a turn
+
+
+def _people(doc: _Document) -> list[tuple[int, int, str]]:
+    """People named by their place: ``(start, end, shape)``, shape ``person_turn`` or ``person_list``.
+
+    A turn is a name at a line's start, a colon, then speech (three words or more, two of them
+    lower case: "Enum: 65/0x41" and "Title: **Linux Kernel**" are labels); a document's turns
+    count when two people or more take them (documentation has "Rationale: The idea is …" once)."""
+    prose = doc.prose
+    found: dict[tuple[int, int], str] = {}
+    listed: set[str] = set()
+    for a, b in _rosters(doc):
+        for start, end in _roster_names(doc, a, b):
+            found[(start, end)] = "person_list"
+            listed.update(prose[start:end].split()[:1])
+    turns: list[tuple[int, int, bool]] = []
+    for m in _TURN.finditer(prose):
+        end = prose.find("\n", m.end())
+        said = prose[m.end() : end if end >= 0 else len(prose)]
+        turns.append((m.start("name"), m.end("name"), len(said.split()) >= 3 and len(_SPOKEN.findall(said)) >= 2))
+    spoken = Counter(prose[a:b] for a, b, speech in turns if speech)
+    speakers: dict[tuple[int, int], str] = {}
+    others: set[str] = set()  # who else takes turns: people the document lists
+    for a, b, _ in turns:
+        name = prose[a:b]
+        words = name.split()
+        if (a, b) in found or not _person_words(words):
+            continue
+        if len(words) == 1 and name in listed:
+            found[(a, b)] = "person_turn"  # a word the document lists among its people
+            others.add(name)
+            continue
+        if not spoken[name] or not all(_name_shaped(w) for w in words if w not in _PARTICLES):
+            continue
+        if len(words) == 1 and (spoken[name] < 2 or doc.lower[name.lower()] >= spoken[name]):
+            continue  # one word must open two turns, and be written in lower case less often
+        if any(doc.lower[w.lower()] >= max(1, doc.written[w]) for w in words):
+            continue  # "Next Steps:" beside "next steps"
+        speakers[(a, b)] = name
+    if len(set(speakers.values()) | others) >= 2 or any(name.split()[0] in listed for name in speakers.values()):
+        found.update(dict.fromkeys(speakers, "person_turn"))
+    return sorted((a, b, shape) for (a, b), shape in found.items())
+
+
 def find_candidates(text: str) -> list[Candidate]:
     """Every capitalised-phrase candidate of ``text`` with its shape, in text order; lone words
     capitalised only by position come with the shape ``"weak"`` (a possible short form)."""
@@ -593,7 +773,20 @@ def find_candidates(text: str) -> list[Candidate]:
         candidate = _classify(doc, start, end, where)
         if candidate is not None:
             out.append(candidate)
-    return out
+    people = _people(doc)
+    if not people:
+        return out
+    # A person named by place replaces what the capitalised pass made of the same words, unless
+    # that pass already found the same person ("Maya Okafor (Product)" in a list of attendees).
+    typed = {(c.mention.start, c.mention.end) for c in out if c.mention.type == "person"}
+    taken = DisjointSpans()
+    for start, end, shape in people:
+        if (start, end) not in typed:
+            taken.add(start, end)
+            out.append(Candidate(EntityMention(start, end, text[start:end], text[start:end], "person", 0.55,
+                                               "candidate", shape), shape))
+    kept = [c for c in out if c.shape in ("person_turn", "person_list") or taken.is_free(c.mention.start, c.mention.end)]
+    return sorted(kept, key=lambda c: c.mention.start)
 
 
 def capitalised_candidates(text: str, *, shapes: bool | Iterable[str] = True) -> list[EntityMention]:
@@ -658,7 +851,7 @@ class EntityExtractor:
             return mention
         kind, canonical = known
         return EntityMention(mention.start, mention.end, mention.text, canonical, kind,
-                             max(mention.confidence, 0.85), mention.source)
+                             max(mention.confidence, 0.85), mention.source, mention.shape)
 
     @staticmethod
     def _resolve_overlaps(found: list[Tagged]) -> list[Tagged]:
@@ -689,6 +882,11 @@ class EntityExtractor:
         out: list[Tagged] = []
         for m, why in tagged:
             entity = heads.get(m.canonical.casefold()) if m.type == OTHER else None
+            if m.type == "person" and why in ("person_turn", "person_list") and " " not in m.canonical:
+                # "Mara:" in notes that list "Mara Bos": the one person of the document it starts
+                people = {(kind, name) for kind, name in heads.get(m.canonical.casefold(), ()) if kind == "person"}
+                if len(people) == 1:
+                    m = replace(m, canonical=next(iter(people))[1])  # noqa: PLW2901
             if entity and any(kind == "organisation" and alone[m.canonical.casefold()] > 2 * full[name]
                               for kind, name in entity):
                 entity = None  # "Linux" on its own far more often than in "Linux Foundation" is not its short form
@@ -711,6 +909,12 @@ def load_gazetteer(folder: Path, explicit: str | None = None) -> Gazetteer:
         if (folder / name).is_file():
             return Gazetteer.load(folder / name)
     return Gazetteer()
+
+
+def named_by_place(mention: EntityMention) -> bool:
+    """Whether a mention is a person named by place (``person_turn``, ``person_list``): who
+    spoke or attended, which says nothing of what the text is about."""
+    return mention.shape in BY_PLACE
 
 
 def entities_per_chunk(chunks: Sequence[Chunk], mentions: Sequence[EntityMention]) -> list[list[str]]:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
-from ragloom.enrich.entities import COMMON, capitalised_candidates
+from ragloom.enrich.entities import COMMON, capitalised_candidates, named_by_place
 from ragloom.parse.words import GENERAL_WORDS, STOP_WORDS
 
 #: A content word: letters (a hyphen or an apostrophe inside), at least four of them.
@@ -87,20 +87,23 @@ def _content_terms(text: str) -> Counter[str]:
 
 
 def extract_key_terms(text: str, *, domain_terms: Sequence[str] = (), entities: Iterable[str] = (),
-                      top_n: int = 10) -> list[str]:
-    """The ``top_n`` key terms of ``text``, best first (ties by first appearance)."""
+                      top_n: int = 10, not_topics: Iterable[str] = ()) -> list[str]:
+    """The ``top_n`` key terms of ``text``, best first (ties by first appearance); never one of
+    ``not_topics`` (the people a document names as its speakers and attendees)."""
     counts: Counter[str] = Counter()
     first: dict[str, int] = {}
+    excluded = {" ".join(t.lower().split()) for t in not_topics}
 
     def add(term: str, weight: int, position: int) -> None:
         term = " ".join(term.lower().split())
-        if len(term) < 2 or term in _STOP:
+        if len(term) < 2 or term in _STOP or term in excluded:
             return
         counts[term] += weight
         first.setdefault(term, position)
 
     for m in capitalised_candidates(text):
-        add(m.text, 2 if " " in m.text else 1, m.start)
+        if not named_by_place(m):  # who spoke or attended is not what the text is about
+            add(m.text, 2 if " " in m.text else 1, m.start)
     pattern = _domain_pattern(tuple(domain_terms))
     if pattern is not None:
         for found in pattern.finditer(text):
@@ -109,7 +112,7 @@ def extract_key_terms(text: str, *, domain_terms: Sequence[str] = (), entities: 
         add(name, 2, -len(text) + i)  # entities rank first among equals
     ranked = sorted(counts, key=lambda t: (-counts[t], first[t]))[:top_n]
     # What the text repeats fills the places names, entities and domain terms leave.
-    fill = [t for t in repeated_terms(text, top_n + len(counts), MIN_REPEATS) if t not in counts]
+    fill = [t for t in repeated_terms(text, top_n + len(counts), MIN_REPEATS) if t not in counts and t not in excluded]
     return ranked + fill[:top_n - len(ranked)]
 
 

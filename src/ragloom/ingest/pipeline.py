@@ -395,6 +395,17 @@ class IngestPipeline:
                 and any(row["source_path"].startswith(f) for f in folders) and not os.path.exists(row["source_path"])]
         return self._remove(gone, tenant, at)
 
+    def clear(self, *, lens: str | None = None, tenant: str | None = None) -> int:
+        """Delete the tenant's documents (of one lens, if given) with all their versions; a lens
+        that removed nothing is checked against the workspace's (a misspelling is named)."""
+        tenant = self.c.tenant(tenant)
+        removed = self.c.store.clear(tenant, lens=lens)
+        if lens is not None and not removed:
+            self.c.check_lenses(tenant, [lens])
+        if lens is None and not self.c.store.documents_any():
+            self.c.workspace.forget()
+        return removed
+
     def delete(self, documents: Iterable[str], *, tenant: str | None = None) -> int:
         """Mark documents deleted (by source path, as given or resolved, or document id; a folder
         names every document under it, whether or not it is still on disk): their history

@@ -35,7 +35,7 @@ from ragloom.chunk import Chunker
 from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.embed import HashingEmbedder
 from ragloom.enrich import content_hash, enrich_chunks, llm_context
-from ragloom.enrich.entities import entities_per_chunk
+from ragloom.enrich.entities import entities_per_chunk, named_by_place
 from ragloom.enrich.keyterms import extract_key_terms
 from ragloom.enrich.llm_context import ChunkContextWriter
 from ragloom.enrich.quality import assess_chunks
@@ -298,10 +298,16 @@ class Enrich(_Timed):
             if item.sentences is not None:
                 item.sentences = enrich_chunks(doc, item.sentences, None)  # a sentence is embedded as it stands
             item.entities = entities_per_chunk(item.chunks, item.mentions)
-            names = {m.entity_id: m.canonical for m in item.mentions if m.type != "date"}
+            # A chunk's key terms are what it is about: the people a document names by place, as
+            # speakers or attendees, are not, wherever it names them ("Jack" for "Jack Huey:"); with
+            # them a council's themes were its members' names and its minutes linked by who came.
+            present = {m.canonical for m in item.mentions if named_by_place(m)}
+            topical = [m for m in item.mentions if m.type != "date" and m.canonical not in present]
+            names = {m.entity_id: m.canonical for m in topical}
             item.key_terms = [extract_key_terms(ch.text, domain_terms=g.domain_terms, top_n=g.key_terms,
-                                                entities=dict.fromkeys(names[e] for e in ents if e in names))
-                              for ch, ents in zip(item.chunks, item.entities, strict=True)]
+                                                entities=dict.fromkeys(names[e] for e in ents if e in names),
+                                                not_topics=present)
+                              for ch, ents in zip(item.chunks, entities_per_chunk(item.chunks, topical), strict=True)]
             not_periods = defined_names(doc.text)  # "HackerOne (H1)" anywhere makes "H1" a name everywhere
             item.time_refs = [time_labels(extract_time_refs(ch.text, reference=doc.document_date, names=not_periods))
                               for ch in item.chunks]

@@ -54,32 +54,80 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 NUL_SHARE = 0.01
 #: Share of control characters (other than whitespace) above which text that is not UTF-8 is binary.
 CONTROL_SHARE = 0.05
+#: Share of unlikely characters (controls, private-use, lone surrogates, noncharacters, U+FFFD,
+#: CJK Extension A, Yi) above which a decoding that was guessed, or read from a byte-order
+#: mark, is not believed.
+RARE_SHARE = 0.1
+#: Share of characters made of two printable ASCII bytes above which "UTF-16" is ASCII read in
+#: pairs (nearly all of them then; Chinese text has about a fifth, Japanese up to about half
+#: (hiragana), Cyrillic and Latin none).
+ASCII_PAIR_SHARE = 0.8
+#: The same share where the bytes, without their NULs, are also plausible UTF-8.
+UTF8_PAIR_SHARE = 0.3
+#: Characters of decoded text that the plausibility checks read.
+PLAUSIBILITY_SAMPLE = 16384
 _UTF8_SEQUENCE = re.compile(rb"[\xc2-\xf4][\x80-\xbf]+")
 _REPLACEMENT = "\ufffd".encode()
+_TEXT_FIX = "only text files can have this extension"
+_ENCODING_FIX = "save it as UTF-8"
+#: Encodings charset-normalizer cannot tell apart on short text, most used first (web usage):
+#: among equally good guesses the first one here wins.
+_POPULAR = ("utf_8", "ascii", "cp1252", "latin_1", "iso8859_15", "cp1251", "cp932", "shift_jis", "gb18030",
+            "gbk", "gb2312", "big5", "euc_kr", "cp949", "euc_jp", "cp1250", "iso8859_2", "koi8_r", "cp1253",
+            "cp1254", "cp1255", "cp1256", "cp1257", "cp1258", "cp874", "iso8859_5", "mac_roman")
+_NAMES = {"cp1250": "Windows-1250", "cp1251": "Windows-1251", "cp1252": "Windows-1252", "cp1253": "Windows-1253",
+          "cp1254": "Windows-1254", "cp1255": "Windows-1255", "cp1256": "Windows-1256", "cp1257": "Windows-1257",
+          "cp1258": "Windows-1258", "cp932": "Shift_JIS (Windows-31J)", "shift_jis": "Shift_JIS", "latin_1": "ISO-8859-1",
+          "koi8_r": "KOI8-R", "mac_roman": "Mac Roman"}
+
+
+def _encoding_name(codec: str) -> str:
+    return _NAMES.get(codec, codec.replace("_", "-").upper())
 
 
 def decode_text(path: Path, data: bytes) -> tuple[str, tuple[str, ...]]:
     """Text of a file's bytes, and notes on what was done where it was not clean UTF-8.
 
-    A byte-order mark decides (UTF-8, UTF-16, UTF-32); NUL bytes in every other position are
-    UTF-16 without one; a few stray NULs are removed; invalid UTF-8 is read with U+FFFD where
-    it is mostly UTF-8, else as Windows-1252. Binary content raises :class:`BinaryFileError`.
+    Valid UTF-8 is the fast path. A byte-order mark (UTF-16, UTF-32) is believed when what
+    follows decodes to plausible text; NUL bytes at one parity are UTF-16 without a mark; a
+    few stray NULs are removed; invalid UTF-8 is read with U+FFFD where it is mostly UTF-8;
+    anything else is decoded as charset-normalizer guesses. Binary content, and text that no
+    encoding turns into plausible characters, raise :class:`BinaryFileError`.
     """
+    if data.startswith(_UTF8_BOM):
+        data = data[len(_UTF8_BOM):]
     for bom, codec in _BOMS:
         if data.startswith(bom):
             text = data[len(bom):].decode(codec, "replace")
-            bad = text.count("\ufffd") - data.count(_REPLACEMENT)
-            return text, (f"{bad} bytes that are not valid {codec.upper()} replaced with U+FFFD",) if bad > 0 else ()
-    if data.startswith(_UTF8_BOM):
-        data = data[len(_UTF8_BOM):]
+            why = _implausible(text)
+            if why is None:
+                bad = text.count("\ufffd") - data.count(_REPLACEMENT)
+                return text, (f"{bad} bytes that are not valid {codec.upper()} replaced with U+FFFD",) if bad > 0 else ()
+            # The bytes of a mark, then something else (ASCII read in pairs comes out as CJK).
+            mark = f"starts with a {codec.upper()} byte-order mark but is not {codec.upper()} ({why})"
+            try:
+                text, notes = _decode_unmarked(path, data[len(bom):])
+            except BinaryFileError as exc:
+                raise BinaryFileError(path, f"{mark}, and {exc.detail}", fix=_ENCODING_FIX) from exc
+            return text, (f"{mark}: the mark is dropped", *notes)
+    return _decode_unmarked(path, data)
+
+
+def _decode_unmarked(path: Path, data: bytes) -> tuple[str, tuple[str, ...]]:
     notes: list[str] = []
     nul = data.count(0)
     if nul:
-        utf16 = _utf16_without_bom(data, nul)
+        # Text that is plausible UTF-8 once its NULs are gone is UTF-8 with stray NULs, unless
+        # read as UTF-16 it is clearly not ASCII in pairs (mostly-ASCII UTF-8 read so is CJK).
+        try:
+            unpaired = _implausible(data.replace(b"\x00", b"").decode("utf-8")) is None
+        except UnicodeDecodeError:
+            unpaired = False
+        utf16 = _utf16_without_bom(data, UTF8_PAIR_SHARE if unpaired else ASCII_PAIR_SHARE)
         if utf16 is not None:
             return data.decode(utf16, "replace"), (f"read as {utf16.upper()} (no byte-order mark)",)
         if nul > len(data) * NUL_SHARE:
-            raise BinaryFileError(path, f"{nul} NUL bytes", fix="only text files can have this extension")
+            raise BinaryFileError(path, f"{nul} NUL bytes", fix=_TEXT_FIX)
         data = data.replace(b"\x00", b"")
         notes.append(f"removed {nul} NUL byte{'s' if nul > 1 else ''}")
     try:
@@ -92,9 +140,41 @@ def decode_text(path: Path, data: bytes) -> tuple[str, tuple[str, ...]]:
     if valid > 0 and bad <= max(2, valid // 10):
         notes.append(f"{bad} invalid UTF-8 byte sequence{'s' if bad > 1 else ''} replaced with U+FFFD")
         return _text_not_binary(path, text), tuple(notes)
-    text = _text_not_binary(path, data.decode("cp1252", errors="replace"), "not UTF-8 and ")
-    notes.append("read as Windows-1252 (not valid UTF-8)")
+    try:
+        codec = _guess_encoding(path, data)
+        text = _text_not_binary(path, data.decode(codec, "replace"), "not UTF-8 and ")
+        why = _implausible(text)
+        if why is not None:
+            raise BinaryFileError(path, f"not UTF-8, and read as {_encoding_name(codec)}, the likeliest encoding, "
+                                        f"it makes no sense ({why})", fix=_ENCODING_FIX)
+    except BinaryFileError:
+        unmarked = None if nul else _utf16_unmarked_cjk(data)
+        if unmarked is None:
+            raise
+        text, codec = unmarked
+        notes.append(f"read as {codec.upper()} (no byte-order mark)")
+        return text, tuple(notes)
+    notes.append(f"read as {_encoding_name(codec)} (not valid UTF-8)")
     return text, tuple(notes)
+
+
+def _guess_encoding(path: Path, data: bytes) -> str:
+    """The Python codec charset-normalizer finds likeliest for bytes that are not UTF-8;
+    among guesses it cannot tell apart (as on short text), the most used encoding."""
+    from charset_normalizer import from_bytes  # here: UTF-8, the common case, never pays for the import
+
+    matches = list(from_bytes(data))
+    if not matches:
+        raise BinaryFileError(path, "not UTF-8, and no known encoding decodes it", fix=_ENCODING_FIX)
+    best = matches[0]
+    tied = [m for m in matches if m.chaos <= best.chaos + 0.01 and m.coherence >= best.coherence - 0.02]
+
+    def rank(codec: str) -> int:
+        return _POPULAR.index(codec) if codec in _POPULAR else len(_POPULAR)
+
+    # Each guess stands for every encoding that decodes the bytes to the same text.
+    codecs = [min([m.encoding, *m.could_be_from_charset], key=rank) for m in tied]
+    return min(codecs, key=rank)
 
 
 _CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
@@ -104,21 +184,64 @@ def _text_not_binary(path: Path, text: str, why: str = "") -> str:
     """``text``, unless control characters (other than whitespace) fill its start: binary."""
     sample = text[:65536]
     if len(_CONTROLS.findall(sample)) > len(sample) * CONTROL_SHARE:
-        raise BinaryFileError(path, f"{why}mostly control characters", fix="only text files can have this extension")
+        raise BinaryFileError(path, f"{why}mostly control characters", fix=_TEXT_FIX)
     return text
 
 
-def _utf16_without_bom(data: bytes, nul: int) -> str | None:
-    """``utf-16-le`` or ``-be`` when NULs fill one byte of most pairs (mostly Latin text)."""
-    if nul < len(data) * 0.3 or len(data) % 2:
+#: Characters that text in a real encoding hardly has: controls other than whitespace (C0, C1),
+#: CJK Extension A, Yi, lone surrogates, private use, noncharacters, U+FFFD.
+_RARE = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\u3400-\u4dbf\ua000-\ua4cf\ud800-\udfff"
+                   "\ue000-\uf8ff\ufdd0-\ufdef\ufff0-\uffff\U000f0000-\U0010ffff]")
+#: Characters whose two bytes are both printable ASCII (the second may be a tab or line end).
+_ASCII_PAIR = re.compile("[" + "".join(f"\\u{h:02x}20-\\u{h:02x}7e\\u{h:02x}09\\u{h:02x}0a\\u{h:02x}0d"
+                                       for h in range(0x20, 0x7F)) + "]")
+
+
+def _implausible(text: str, pair_share: float = ASCII_PAIR_SHARE) -> str | None:
+    """Why ``text``, decoded from a guessed or declared encoding, is not what the file holds
+    (None when it is plausible): too many unlikely characters, or ASCII read in pairs (more
+    than ``pair_share`` of the characters)."""
+    sample = text[:PLAUSIBILITY_SAMPLE]
+    if not sample:
+        return None
+    rare = len(_RARE.findall(sample))
+    if rare > len(sample) * RARE_SHARE:
+        return f"{rare * 100 // len(sample)}% of its characters are controls, private-use or rare"
+    pairs = len(_ASCII_PAIR.findall(sample))
+    if pairs > len(sample) * pair_share:
+        return f"{pairs * 100 // len(sample)}% of its characters are two ASCII bytes read as one"
+    return None
+
+
+def _utf16_without_bom(data: bytes, pair_share: float) -> str | None:
+    """``utf-16-le`` or ``-be`` when the NUL bytes sit at one parity (the high byte of the ASCII
+    characters, spaces and line ends of UTF-16 text, Chinese or Russian too) and the text
+    decodes to plausible characters (at most ``pair_share`` of them two ASCII bytes)."""
+    if len(data) % 2:
         return None
     sample = data[:65536]
     odd, even = sample[1::2].count(0), sample[0::2].count(0)
-    half = len(sample) // 2
-    if odd > half * 0.8 and even < half * 0.05:
-        return "utf-16-le"
-    if even > half * 0.8 and odd < half * 0.05:
-        return "utf-16-be"
+    if not odd + even:
+        return None
+    # Mostly one parity: a CJK character can have a NUL low byte (U+4E00), binary has both.
+    codec = "utf-16-le" if odd >= (odd + even) * 0.75 else "utf-16-be" if even >= (odd + even) * 0.75 else None
+    if codec is None or _implausible(sample.decode(codec, "replace"), pair_share) is not None:
+        return None
+    return codec
+
+
+def _utf16_unmarked_cjk(data: bytes) -> tuple[str, str] | None:
+    """(text, codec) of UTF-16 without a mark and without a single ASCII character (so no NUL
+    byte to tell it by): a last resort, once no other encoding made sense of the bytes."""
+    if len(data) % 2:
+        return None
+    for codec in ("utf-16-le", "utf-16-be"):
+        try:
+            text = data.decode(codec)
+        except UnicodeDecodeError:
+            continue
+        if _implausible(text) is None and not _CONTROLS.search(text[:65536]):
+            return text, codec
     return None
 
 

@@ -213,12 +213,14 @@ def merge_sections(text: str, sections: Sequence[Section], *, limit_chars: int =
     - A section whose text is still shorter than ``min_chars`` (a heading over one include
       line, a lone anchor) joins the next section, or the previous one at the end of the
       document: on its own it would be a chunk that matches a query's words and says nothing.
+      A section that is its heading alone (nothing under it before the next heading) joins
+      whatever ``min_chars`` is, 0 included: a heading belongs to the content it heads.
 
     Spans stay exact and contiguous: a joined section runs from the first one's start to the
     last one's end, headings between them included. Its path is the parent the siblings share
     (see :func:`_joined_path`).
     """
-    if len(sections) < 2 or (limit_chars <= 0 and min_chars <= 0):
+    if len(sections) < 2:
         return list(sections)
     groups: list[Section] = []
     joined: list[bool] = []  # whether each group is several siblings (its path is their parent's)
@@ -231,8 +233,6 @@ def merge_sections(text: str, sections: Sequence[Section], *, limit_chars: int =
         groups.append(section)
         joined.append(False)
         family = kin
-    if min_chars <= 0:
-        return groups
     merged: list[Section] = []
     pending: Section | None = None  # a short section waiting to join the next one
     pending_joined = False
@@ -240,7 +240,8 @@ def merge_sections(text: str, sections: Sequence[Section], *, limit_chars: int =
         if pending is not None:
             section = _join(pending, section, siblings=pending_joined or was_joined)
             pending, was_joined = None, True  # several sections now: the ancestor rule is for one heading
-        if len(text[section.start : section.end].strip()) < min_chars:
+        bare = _NON_SPACE.search(text, section.body_start, section.end) is None
+        if bare or (min_chars > 0 and len(text[section.start : section.end].strip()) < min_chars):
             pending, pending_joined = section, was_joined
             continue
         merged.append(section)

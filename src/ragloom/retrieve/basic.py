@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ragloom.retrieve.base import ModeOptions, SearchRequest, define, reciprocal_rank_fusion, to_scored
+from ragloom.retrieve.exact import exact_ranking, exact_terms
 from ragloom.retrieve.lift import POOL, lift_rows
 from ragloom.store.plan import SENTENCES
 from ragloom.types import ScoredChunk
@@ -29,6 +30,11 @@ class SearchOptions(ModeOptions):
 class HybridOptions(SearchOptions):
     #: Weights of the fused lists (``{"vector": 1.0, "bm25": 0.5}``); equal when None.
     fusion_weights: Mapping[str, float] | None = None
+    #: Weight of the third list fused when the query holds exact terms: the candidates that
+    #: hold them verbatim (``retrieval.exact_weight``; 0: off; see :mod:`ragloom.retrieve.exact`).
+    exact_weight: float = 0.5
+
+    SETTINGS: ClassVar[Mapping[str, str]] = {"exact_weight": "retrieval.exact_weight"}
 
 
 def _vector_rows(req: SearchRequest, k: int, with_vectors: bool) -> list[dict[str, Any]]:
@@ -92,12 +98,21 @@ def bm25(req: SearchRequest) -> list[ScoredChunk]:
 
 @define("hybrid", options=HybridOptions)
 def hybrid(req: SearchRequest) -> list[ScoredChunk]:
-    """Reciprocal-rank fusion of ``vector`` and ``bm25``, each contributing ``candidates`` results."""
+    """Reciprocal-rank fusion of ``vector`` and ``bm25``, each contributing ``candidates`` results;
+    when the query holds exact terms (identifiers, versions, codes, paths), a third list joins:
+    the candidates that hold the terms verbatim, the most terms first."""
     options = req.options_as(HybridOptions)
     n = max(req.candidates, req.limit)
     by_vector, by_text = search_both(req, n, options.with_vectors)
-    fused = reciprocal_rank_fusion({"vector": by_vector, "bm25": by_text},
-                                   k=req.settings.retrieval.rrf_k, weights=options.fusion_weights)
+    lists: dict[str, list[Mapping[str, Any]]] = {"vector": list(by_vector), "bm25": list(by_text)}
+    rrf_k = req.settings.retrieval.rrf_k
+    fused = reciprocal_rank_fusion(lists, k=rrf_k, weights=options.fusion_weights)
+    terms = exact_terms(req.text) if options.exact_weight > 0 else []
+    if terms:
+        with req.timed("exact terms"):
+            lists["exact"] = list(exact_ranking([row for row, _, _ in fused], terms))
+        weights = {"vector": 1.0, "bm25": 1.0, **(options.fusion_weights or {}), "exact": options.exact_weight}
+        fused = reciprocal_rank_fusion(lists, k=rrf_k, weights=weights)
     return [to_scored(row, score, "hybrid", scores={**parts, "rrf": score}) for row, score, parts in fused[: req.limit]]
 
 

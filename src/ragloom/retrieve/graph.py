@@ -186,7 +186,8 @@ def graph_expanded(req: SearchRequest) -> list[ScoredChunk]:
     # Current queries take vectors from memory; as-of ones read them with the rows.
     fetch_vectors = req.as_of is not None or settings.with_vectors
     seeds = hybrid(req.narrowed(k=settings.initial_limit,
-                                options=HybridOptions(with_vectors=fetch_vectors, fusion_weights=settings.fusion_weights)))
+                                options=HybridOptions(with_vectors=fetch_vectors, fusion_weights=settings.fusion_weights,
+                                                      exact_weight=settings.exact_weight)))
     return expand_seeds(req, seeds, settings)
 
 
@@ -271,6 +272,13 @@ def expand_seeds(req: SearchRequest, seeds: Sequence[ScoredChunk], settings: Gra
         return out
 
     rankings: list[list[str]] = [list(results)]
+    # The seeds that hold the query's exact terms vote again (ragloom.retrieve.exact): the graph's
+    # neighbours, reached through shared words, would otherwise crowd out the one chunk that
+    # names the identifier or version asked about.
+    exact = sorted((cid for cid, s in results.items() if s.scores.get("exact")),
+                   key=lambda cid: -results[cid].scores["exact"])
+    if exact:
+        rankings.append(exact)
     # The chunks about the titles and headings the query names, closest to the query first.
     if settings.query_entities:
         with req.timed("link query"):
