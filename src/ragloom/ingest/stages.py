@@ -307,7 +307,8 @@ class Enrich(_Timed):
             item.key_terms = [extract_key_terms(ch.text, domain_terms=g.domain_terms, top_n=g.key_terms,
                                                 entities=dict.fromkeys(names[e] for e in ents if e in names),
                                                 not_topics=present)
-                              for ch, ents in zip(item.chunks, entities_per_chunk(item.chunks, topical), strict=True)]
+                              for ch, ents in zip(item.chunks, entities_per_chunk(item.chunks, topical) if present
+                                                  else item.entities, strict=True)]
             not_periods = defined_names(doc.text)  # "HackerOne (H1)" anywhere makes "H1" a name everywhere
             item.time_refs = [time_labels(extract_time_refs(ch.text, reference=doc.document_date, names=not_periods))
                               for ch in item.chunks]
