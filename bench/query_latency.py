@@ -40,6 +40,7 @@ from common import markdown_table, save
 from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder, normalize_rows
 from ragloom.engine import Engine
+from ragloom.store.indexes import vector_index
 from ragloom.store.schema import chunk_row, document_row
 from ragloom.types import Chunk, Document
 
@@ -188,7 +189,7 @@ def main() -> None:
             embedder.known[text] = normalize_rows((vector + noise(rng, 0.35))[None, :])[0]
             queries.append(text)
         chunks_table = engine.store._table("chunks")
-        if engine.store._vector_index(chunks_table) is None:
+        if vector_index(chunks_table) is None:
             exact = measure(engine, queries[: args.exact_queries], "exact")
         else:  # a kept workspace indexed by an earlier run: only the ANN figures are new
             print("the kept workspace is indexed already: exact search not measured", flush=True)

@@ -113,7 +113,7 @@ def test_ask_answers_with_citations_like_ragloom_ask(ws: Path) -> None:
 
 def test_commands_help_errors_and_quit(ws: Path) -> None:
     result = runner.invoke(app, ["chat", "-w", str(ws)], env=FAST, input="/help\n/mode nope\n/k 0\n/k many\n/k\n"
-                           "/frobnicate\n/ask\n/mode graph\n/quit\nnever asked\n")
+                           "/frobnicate\n/ask\n/option k=3\n/mode graph\n/quit\nnever asked\n")
     assert result.exit_code == 0, result.output
     out = result.output
     assert "/mode MODE" in out and "balanced, bm25, dynamic, graph, hybrid, vector, window" in out
@@ -121,6 +121,7 @@ def test_commands_help_errors_and_quit(ws: Path) -> None:
     assert "k (0) must be at least 1" in out
     assert "/k 'many': give a whole number" in out and "/k needs a value" in out
     assert "unknown command /frobnicate; /help lists the commands" in out and "/ask needs a question" in out
+    assert "option 'k' is a parameter of the request itself, not an option of the retrieval mode: give k as its own parameter (the CLI's -k" in " ".join(out.split())
     assert "now: mode graph, k 5, every lens" in out  # the bad values changed nothing
     assert "never asked" not in out
 

@@ -360,6 +360,9 @@ def test_mistakes_are_named_with_exit_status_2(tmp_path: Path, sample_ws: Path) 
         (["entities", "--lens", "nosuch"], "has no lens 'nosuch'"),
         (["query", "x", "-k", "0"], "k (0) must be at least 1"),
         (["query", "x", "--dated-from", "2025-13-01"], "is not a date"),
+        # A mode option that repeats a parameter of the request: one line naming it and the fix, not a traceback.
+        *[([command, "x", "--option", f"{name}=3"], f"'{name}' is a parameter of the request itself")
+          for command in ("query", "ask") for name in ("k", "mode", "tenant", "optimize")],
     ):
         result = run(*args, ws=sample_ws)
         assert result.exit_code == 2 and message in " ".join(result.stderr.split()), (args, result.output)
@@ -494,10 +497,10 @@ def test_ingest_draws_one_bar_whose_total_follows_the_embedding() -> None:
     from rich.console import Console
     from rich.progress import Progress
 
-    from ragloom.cli import _IngestProgress
+    from ragloom.cli.progress import IngestProgress
 
     bar = Progress(console=Console(file=io.StringIO()))
-    progress = _IngestProgress(bar, "Ingesting")
+    progress = IngestProgress(bar, "Ingesting")
     progress.stage("Reading", 10)
     for _ in range(4):
         progress.advance("Reading")
@@ -521,13 +524,13 @@ def test_the_ingest_bar_shows_texts_per_second_and_the_time_left_once_a_file_is_
 
     from rich.console import Console
 
-    from ragloom import cli
+    from ragloom.cli import progress as cli  # the bar and the console it draws on
 
     now = [1000.0]
     original = cli.err
     cli.err = Console(file=io.StringIO(), width=columns, force_terminal=False, get_time=lambda: now[0])
     try:
-        with cli._ingest_progress(label="Ingesting") as progress:
+        with cli.ingest_progress(label="Ingesting") as progress:
             assert progress is not None
 
             def shown() -> str:
@@ -574,14 +577,14 @@ def test_the_ingest_bar_fits_the_terminal(columns: int, documents: int, texts: i
 
     from rich.console import Console
 
-    from ragloom import cli
+    from ragloom.cli import progress as cli  # the bar and the console it draws on
 
     out = io.StringIO()
     console = Console(file=out, width=columns, force_terminal=False)
     original = cli.err
     cli.err = console
     try:
-        with cli._ingest_progress(label="Ingesting") as progress:
+        with cli.ingest_progress(label="Ingesting") as progress:
             assert progress is not None
             progress.stage("Reading", documents)
             progress.advance("Reading", documents * 3 // 4)

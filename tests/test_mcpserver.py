@@ -226,7 +226,7 @@ def test_stdio_limits_name_the_parameter(space: Space) -> None:
                 "report", {"queries": ["a", "b", "c", "d"]})
             assert "options.chunks_per_lens (51)" in await refused(
                 "search", {"text": "x", "mode": "balanced", "options": {"chunks_per_lens": 51}})
-            assert "options 'k' repeat parameters" in await refused("search", {"text": "x", "options": {"k": 3}})
+            assert "option 'k' is a parameter of the request itself" in await refused("search", {"text": "x", "options": {"k": 3}})
             assert "k" in await refused("search", {"text": "x", "k": 0})  # the schema's own bound
             unknown = await refused("search", {"text": "x", "mode": "psychic"})
             assert "psychic" in unknown and "hybrid" in unknown  # the valid names, from the registry

@@ -116,6 +116,20 @@ def test_health_and_ingest(served: tuple[httpx.Client, Engine, list[dict[str, An
     assert again["unchanged"] == again["files"] and not again["added"]
 
 
+def test_health_reads_no_row(served: tuple[httpx.Client, Engine, list[dict[str, Any]]],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Open without a key, /health must stay cheap at any size: it counts, it never reads rows.
+    from ragloom.store.lance import LanceStore
+
+    def no_rows(*args: Any, **kwargs: Any) -> Any:  # noqa: ANN401
+        raise AssertionError("/health read rows")
+
+    client, local, _ = served
+    for read in ("chunks", "documents", "document_texts", "current_columns"):
+        monkeypatch.setattr(LanceStore, read, no_rows)
+    assert ok(client.get("/health"))["documents"] == local.store.document_count(local.components.tenant(None)) > 0
+
+
 @pytest.mark.parametrize("mode", sorted(MODES))
 def test_query_in_every_mode_is_the_engines_result(served: tuple[httpx.Client, Engine, list[dict[str, Any]]],
                                                    mode: str) -> None:
@@ -186,7 +200,7 @@ def test_stats_graph_contradictions_history_entities(
 
 @pytest.mark.parametrize(("body", "error", "words"), [
     ({"text": "x", "options": {"bogus": 1}}, "InvalidParameterError", "unknown option 'bogus'"),
-    ({"text": "x", "options": {"k": 1}}, "InvalidParameterError", "as fields of the body"),
+    ({"text": "x", "options": {"k": 1}}, "InvalidParameterError", "is a parameter of the request itself"),
     ({"text": "x", "as_of": "yesterday"}, "InvalidParameterError", "not an ISO 8601 time"),
 ])
 def test_bad_queries_are_400_with_the_ragloom_message(served: tuple[httpx.Client, Engine, list[dict[str, Any]]],

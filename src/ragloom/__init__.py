@@ -33,6 +33,7 @@ from ragloom.errors import (
 )
 from ragloom.load import load_document
 from ragloom.parse import parse_sections, sentence_spans
+from ragloom.query import Query
 from ragloom.retrieve import mode_names
 from ragloom.tokens import TokenCounter, ensure_tiktoken_offline, get_tokenizer
 from ragloom.types import Chunk, Document, QualityIssue, ScoredChunk, Section, SentenceNode
@@ -57,6 +58,7 @@ __all__ = [
     "PrefixBuilder",
     "Progress",
     "QualityIssue",
+    "Query",
     "QueryResult",
     "RagloomError",
     "ScoredChunk",

@@ -16,6 +16,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from ragloom.checks import shown
 from ragloom.chunk import Chunker, SentenceChunker, chunker_from_settings
 from ragloom.config import Settings
 from ragloom.context import ContextOptimizer
@@ -26,7 +27,6 @@ from ragloom.errors import InvalidParameterError, StoreError
 from ragloom.load import load_file, validate_name
 from ragloom.load.limits import Limits
 from ragloom.parse.doctype import DocTypeRule
-from ragloom.query.result import shown
 from ragloom.store.lance import AnnSettings, LanceStore
 from ragloom.store.views import files_gone
 from ragloom.types import Document

@@ -2,7 +2,8 @@
 variables (``RAGLOOM_CHUNKING__CHUNK_SIZE=512`` sets ``[chunking] chunk_size``).
 
 The settings that decide what an index contains (chunking, prefix, embedding) are recorded in
-the workspace when it is built; :func:`index_signature` is what gets compared.
+the workspace when it is built (:func:`ragloom.workspace.index_signature`); writing changes into
+the file is :func:`ragloom.configfile.save_settings`.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -169,7 +171,7 @@ class GraphSettings(_Section):
     @field_validator("follow", mode="before")
     @classmethod
     def _known_kinds(cls, value: object) -> tuple[str, ...]:
-        from ragloom.graph.build import EDGE_TYPES  # the kinds live beside the builder
+        from ragloom.graph.model import EDGE_TYPES
 
         names = value.split(",") if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else [value]
         kinds = [str(n).strip().upper() for n in names if str(n).strip() and str(n).strip().lower() != "none"]
@@ -232,6 +234,38 @@ class SentenceSettings(_Section):
     top_k: int = Field(10, ge=1, description="sentences retrieved before expansion")
 
 
+#: The candidate shapes by name; ``entities.candidates`` lists those kept.
+CANDIDATE_SHAPES: Mapping[str, str] = MappingProxyType({
+    "organisation": "a name ending in a company word (… Inc, … Foundation, … Plumbing): organisation",
+    "person_title": "a name after a title (Dr. …, Ms. …): person",
+    "person_context": "two or three name words before a role or a verb of speech (Jane Doe (Finance), … said): person",
+    "product_version": "a name with a version (Fleet Tracker v3, Python 3.11): product",
+    "product_name": "a name ending in a product word (Windows API, Customer Portal): product",
+    "person_turn": "a name that opens a speaker's turn (Jane Doe: …, **Jane Doe**: …, - TC: … twice): person",
+    "person_list": "a name in a list of people (Attendees: A, B, C; the lines under an Attendance heading): person",
+    "short_form": "one word that starts a typed name of the same document (Apex for Apex HVAC): that name's type",
+    "name": "any other capitalised name, untyped: other",
+    "acronym": "an all-capital word written at least twice, untyped: other",
+})
+#: The shapes ``entities.candidates = true`` keeps: those at least 0.8 precise on the labelled
+#: sample (docs/benchmarks.md, "Entity candidates: precision").
+DEFAULT_CANDIDATE_SHAPES: tuple[str, ...] = ("organisation", "person_title", "person_context", "product_version",
+                                             "product_name", "person_turn", "person_list", "short_form")
+
+def candidate_shapes(value: bool | str | Iterable[str]) -> frozenset[str]:
+    """The shapes an ``entities.candidates`` value keeps: ``True`` the defaults, ``False`` none,
+    or the shapes listed (``"all"`` for every one)."""
+    if isinstance(value, bool):
+        return frozenset(DEFAULT_CANDIDATE_SHAPES if value else ())
+    names = [value] if isinstance(value, str) else list(value)
+    for name in names:
+        if name != "all" and name not in CANDIDATE_SHAPES:
+            raise ConfigError(f"entities.candidates: unknown candidate shape {name!r}; give true (the defaults: "
+                              f"{', '.join(DEFAULT_CANDIDATE_SHAPES)}), false, or a list of: all, "
+                              + ", ".join(CANDIDATE_SHAPES))
+    return frozenset(CANDIDATE_SHAPES) if "all" in names else frozenset(names)
+
+
 class EntitySettings(_Section):
     enabled: bool = True
     gazetteer: str | None = Field(None, description="path (relative to the workspace); default entities.toml or .yaml")
@@ -245,8 +279,6 @@ class EntitySettings(_Section):
     @field_validator("candidates")
     @classmethod
     def _known_shapes(cls, value: bool | tuple[str, ...]) -> bool | tuple[str, ...]:
-        from ragloom.enrich.entities import candidate_shapes  # the shapes live beside the rules
-
         candidate_shapes(value)  # a ConfigError (a ValueError) names the unknown shape and lists the valid ones
         return value
 
@@ -420,16 +452,16 @@ class Settings(_Section):
         for path in files:
             if path.is_file():
                 try:
-                    _merge(data, tomllib.loads(path.read_text(encoding="utf-8")))
+                    merge_into(data, tomllib.loads(path.read_text(encoding="utf-8")))
                 except tomllib.TOMLDecodeError as exc:
                     raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
-        _merge(data, env_overrides(os.environ if environ is None else environ))
+        merge_into(data, env_overrides(os.environ if environ is None else environ))
         if overrides:
-            _merge(data, _nest(overrides))
+            merge_into(data, _nest(overrides))
         try:
             return cls.model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc, files, overrides_from, _nest(overrides or {}))) from exc
+            raise ConfigError(explain_error(exc, files, overrides_from, _nest(overrides or {}))) from exc
 
     @classmethod
     def given(cls, settings: Settings | Mapping[str, Any] | None, workspace: str | Path, *,
@@ -446,50 +478,11 @@ class Settings(_Section):
     def with_overrides(self, **dotted: Any) -> Settings:
         """A copy with ``section__key=value`` (or ``section={...}``) settings replaced."""
         data = self.model_dump()
-        _merge(data, _nest({k.replace("__", "."): v for k, v in dotted.items()}))
+        merge_into(data, _nest({k.replace("__", "."): v for k, v in dotted.items()}))
         try:
             return type(self).model_validate(data)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc, [])) from exc
-
-
-def save_settings(workspace: str | Path, changes: Mapping[str, Any]) -> Settings:
-    """Write ``changes`` (``{"chunking": {"chunk_size": 512}, "tenant": "acme"}``) into
-    ``<workspace>/ragloom.toml``, keeping the file's other settings and its comments; returns
-    the settings the file now gives. Invalid values raise a :class:`ConfigError` and leave the
-    file as it was. API keys never belong here (``llm.api_key_env`` names a variable).
-    """
-    import tomlkit
-
-    path = Path(workspace) / CONFIG_FILENAME
-    try:
-        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
-    except Exception as exc:  # noqa: BLE001 - tomlkit raises several kinds of parse error
-        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
-    merged = document.unwrap()
-    _merge(merged, changes)
-    try:
-        settings = Settings.model_validate(merged)
-    except ValidationError as exc:
-        raise ConfigError(_explain(exc, [path])) from exc
-    _update_toml(document, changes)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
-    tmp.replace(path)  # a reader never sees half a file
-    return settings
-
-
-def _update_toml(table: Any, changes: Mapping[str, Any]) -> None:  # noqa: ANN401 - a tomlkit container
-    import tomlkit
-
-    for key, value in changes.items():
-        if isinstance(value, Mapping) and not (key in table and not isinstance(table[key], Mapping)):
-            if key not in table:
-                table[key] = tomlkit.table()
-            _update_toml(table[key], value)
-        else:
-            table[key] = list(value) if isinstance(value, tuple) else value
+            raise ConfigError(explain_error(exc, [])) from exc
 
 
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -503,10 +496,10 @@ def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+def merge_into(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
     for key, value in extra.items():
         if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            _merge(base[key], value)
+            merge_into(base[key], value)
         else:
             base[key] = value
 
@@ -628,7 +621,7 @@ def _origin(loc: Sequence[str | int], files: Sequence[Path], given: str = GIVEN_
 _SETTING_KEY = re.compile(r"\b[a-z_]+\.[a-z_]+\b")
 
 
-def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE,
+def explain_error(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE,
              overridden: Mapping[str, Any] | None = None) -> str:
     """One message for every problem: the key, where it was set, and what is valid (an unknown
     key lists the valid keys of its section)."""
@@ -655,73 +648,3 @@ def _explain(exc: ValidationError, files: list[Path], given: str = GIVEN_IN_CODE
         key = ".".join(str(p) for p in loc)
         problems.append(f"{key}: {err['msg']} (from {origin})")
     return "invalid settings: " + "; ".join(problems)
-
-
-#: Settings added after workspaces were first built, with the value that does what ragloom
-#: did before them: at that value they are left out of the signature, so that a workspace
-#: built before the setting existed still matches.
-LEGACY_VALUES: Mapping[str, Mapping[str, Any]] = {"chunking": {"merge_sections": False, "min_chunk_chars": 0}}
-
-
-#: The ``[prefix]`` settings of the LLM-written chunk context (see :func:`index_signature`).
-LLM_CONTEXT_KEYS = ("llm_context", "llm_context_model", "llm_context_max_tokens", "llm_context_document_chars",
-                    "llm_context_concurrency")
-
-
-def index_signature(settings: Settings) -> dict[str, Any]:
-    """The settings an index is built with; a change in any of them calls for ``ragloom reindex``."""
-    chunking = {key: value for key, value in settings.chunking.model_dump().items()
-                if LEGACY_VALUES["chunking"].get(key, ...) != value}
-    # The LLM context settings are recorded only when it is on, with the model that writes it: a
-    # workspace built before they existed (or with it off) keeps its signature.
-    prefix = settings.prefix.model_dump(exclude=set(LLM_CONTEXT_KEYS))
-    if settings.prefix.llm_context:
-        prefix["llm_context"] = {"provider": settings.llm.provider,
-                                 "model": settings.prefix.llm_context_model or settings.llm.model_name(),
-                                 "max_tokens": settings.prefix.llm_context_max_tokens,
-                                 "document_chars": settings.prefix.llm_context_document_chars}
-    signature = {
-        "chunking": chunking,
-        "prefix": prefix,
-        "doc_types": settings.doc_types.model_dump(),
-        "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text,
-                      "precision": settings.embedding.precision},
-        "sentences": settings.sentences.model_dump(include={"enabled", "vectors"}),
-        "retrieval": settings.retrieval.model_dump(include={"split_identifiers"}),
-        "entities": settings.entities.model_dump(exclude={"back_references"}),
-        "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
-    }
-    written: dict[str, Any] = json.loads(json.dumps(signature))  # the form it has once written to the workspace
-    return written
-
-
-def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """What changed, one short phrase per setting (``chunking.chunk_size 1024 -> 512``); values
-    too long to read in a sentence (the document-type rules) are only said to have changed."""
-    diffs: list[str] = []
-
-    def shown(value: Any) -> str | None:  # noqa: ANN401 - any setting
-        text = json.dumps(value, ensure_ascii=False)
-        return text if len(text) <= 40 else None
-
-    def walk(a: Any, b: Any, path: str) -> None:  # noqa: ANN401
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            for key in sorted(set(a) | set(b)):
-                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-            return
-        if a == b:
-            return
-        if path.startswith("doc_types"):
-            path = "doc_types"
-        if any(d.startswith(path + " ") for d in diffs):
-            return
-        old, new = shown(a), shown(b)
-        if a is None and new is not None:
-            diffs.append(f"{path} is {new} (the index predates this setting)")
-        elif old is not None and new is not None:
-            diffs.append(f"{path} {old} -> {new}")
-        else:
-            diffs.append(f"{path} changed")
-
-    walk(recorded, current, "")
-    return diffs

@@ -1,6 +1,6 @@
 """The settings as files and as a table: a commented ``ragloom.toml`` for a new workspace
-(``ragloom init``), and every effective setting with where its value came from (``ragloom
-config show``).
+(``ragloom init``), every effective setting with where its value came from (``ragloom
+config show``), and changes written into the file with its comments kept (the web app).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from ragloom.config import CONFIG_FILENAME, ENV_PREFIX, Settings, env_overrides
+from ragloom.config import CONFIG_FILENAME, ENV_PREFIX, Settings, env_overrides, explain_error, merge_into
 from ragloom.errors import ConfigError
 
 #: Sections written to a new ``ragloom.toml``, in this order (``doc_types`` rules are a list of
@@ -216,3 +216,42 @@ def _setting_line(key: str, row: Setting) -> str:
     line = f"# {key} = (not set)" if row.value is None else f"{key} = {toml_value(row.value)}"
     source = _source_comment(row.source)
     return f"{line:<{WIDTH}} {source}" if source else line
+
+
+def save_settings(workspace: str | Path, changes: Mapping[str, Any]) -> Settings:
+    """Write ``changes`` (``{"chunking": {"chunk_size": 512}, "tenant": "acme"}``) into
+    ``<workspace>/ragloom.toml``, keeping the file's other settings and its comments; returns
+    the settings the file now gives. Invalid values raise a :class:`ConfigError` and leave the
+    file as it was. API keys never belong here (``llm.api_key_env`` names a variable).
+    """
+    import tomlkit
+
+    path = Path(workspace) / CONFIG_FILENAME
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.is_file() else tomlkit.document()
+    except Exception as exc:  # noqa: BLE001 - tomlkit raises several kinds of parse error
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file or remove it") from exc
+    merged = document.unwrap()
+    merge_into(merged, changes)
+    try:
+        settings = Settings.model_validate(merged)
+    except ValidationError as exc:
+        raise ConfigError(explain_error(exc, [path])) from exc
+    _update_toml(document, changes)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(tomlkit.dumps(document), encoding="utf-8")
+    tmp.replace(path)  # a reader never sees half a file
+    return settings
+
+
+def _update_toml(table: Any, changes: Mapping[str, Any]) -> None:  # noqa: ANN401 - a tomlkit container
+    import tomlkit
+
+    for key, value in changes.items():
+        if isinstance(value, Mapping) and not (key in table and not isinstance(table[key], Mapping)):
+            if key not in table:
+                table[key] = tomlkit.table()
+            _update_toml(table[key], value)
+        else:
+            table[key] = list(value) if isinstance(value, tuple) else value

@@ -33,7 +33,7 @@ from ragloom.graph.view import ContextGraph
 from ragloom.ingest import IngestPipeline, IngestReport, Progress
 from ragloom.insights import Insights
 from ragloom.load import document_id
-from ragloom.query import QueryResult, QueryService, parse_time
+from ragloom.query import Query, QueryResult, QueryService, parse_time
 from ragloom.store.lance import LanceStore
 from ragloom.synthesise import Report, Writer
 from ragloom.types import Chunk, Document, ScoredChunk, Section
@@ -180,28 +180,21 @@ class Engine:
     # -- reads -----------------------------------------------------------------------------------
 
     @one_commit
-    def query(self, text: str, *, k: int | None = None, mode: str | None = None,
-              lenses: Sequence[str] | str | None = None, tenant: str | None = None,
-              as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
-              optimize: bool = False, dated_from: date | str | None = None, dated_to: date | str | None = None,
-              **options: Any) -> QueryResult:  # noqa: ANN401
-        """Retrieve the ``k`` best chunks for ``text`` with the named retrieval ``mode`` (``k``:
-        ``retrieval.k`` when not given, whatever the mode; ``context_optimization.candidates``
-        to choose from when the query optimises a context).
+    def query(self, query: Query | str, /, **given: Any) -> QueryResult:  # noqa: ANN401
+        """Retrieve the best chunks for a :class:`~ragloom.query.request.Query`, or for its text
+        with the request's fields and the mode's options as keywords
+        (``engine.query("When does it ship?", k=5, mode="dynamic", threshold=0.7)``).
 
-        Two times, two meanings: ``as_of`` is a moment of the workspace's own history (what
-        had been ingested by then, each document in the version it had then); ``dated_from``
-        and ``dated_to`` keep the documents whose own date (front matter ``date:``, or a date
-        in the file name) lies in that range, both ends included.
-
-        ``options`` are the mode's own (``threshold=0.7`` for ``dynamic``, ``chunks_per_lens``
-        for ``balanced``; an option the mode does not have is an error naming the valid ones).
-        With ``budget`` (tokens), ``organize`` or ``optimize``, the result also carries the
-        optimised context window (:attr:`QueryResult.context`).
+        ``k``: ``retrieval.k`` when not given, whatever the mode (``context_optimization.candidates``
+        to choose from when the query optimises a context). Two times, two meanings: ``as_of`` is
+        a moment of the workspace's own history (what had been ingested by then, each document in
+        the version it had then); ``dated_from`` and ``dated_to`` keep the documents whose own date
+        (front matter ``date:``, or a date in the file name) lies in that range, both ends included.
+        A keyword that is not a field is the mode's own option (an option the mode does not have
+        is an error naming the valid ones). With ``budget`` (tokens), ``organize`` or ``optimize``,
+        the result also carries the optimised context window (:attr:`QueryResult.context`).
         """
-        request = self.queries.request(text, k=k, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of,
-                                       budget=budget, organize=organize, optimize=optimize, dated_from=dated_from,
-                                       dated_to=dated_to, **options)
+        request = self.queries.request(query, **given)
         result = self.queries.run(request)
         self._warn()
         return result
@@ -254,13 +247,11 @@ class Engine:
     # -- writing -------------------------------------------------------------------------------
 
     @one_commit
-    def ask(self, question: str, *, mode: str | None = None, lenses: Sequence[str] | None = None,
-            tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
-            k: int | None = None, writer: Writer | None = None, on_text: Callable[[str], None] | None = None,
-            **options: Any) -> AskResult:  # noqa: ANN401
-        """An answer citing its sources as [n], citations checked; ``on_text`` receives it as written."""
-        return self.writing.ask(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of, budget=budget, k=k,
-                                writer=writer, on_text=on_text, **options)
+    def ask(self, question: Query | str, /, *, writer: Writer | None = None,
+            on_text: Callable[[str], None] | None = None, **given: Any) -> AskResult:  # noqa: ANN401
+        """An answer citing its sources as [n], citations checked; ``on_text`` receives it as
+        written. ``question`` and ``given`` are a request as :meth:`query` takes it."""
+        return self.writing.ask(Query.build(question, **given), writer=writer, on_text=on_text)
 
     @one_commit
     def generate(self, *, context: str | None = "", queries: Sequence[str] | None = None, title: str | None = None,

@@ -51,6 +51,7 @@ from ragloom.errors import (
     UnknownChunkError,
 )
 from ragloom.httpguard import error_body
+from ragloom.query.request import Query
 from ragloom.types import SECTION_SEPARATOR
 
 if TYPE_CHECKING:
@@ -212,9 +213,7 @@ class _Limits:
                 raise InvalidParameterError(f"lenses[{i}] ({len(lens)} characters) is not a lens name (at most 64)")
 
     def options(self, value: Mapping[str, Any] | None) -> dict[str, Any]:
-        from ragloom.server import mode_options
-
-        options = mode_options(dict(value or {}), given_as="parameters of the tool")
+        options = dict(value or {})  # one that repeats a parameter is refused by Query.build
         for name, option in options.items():
             if isinstance(option, int) and not isinstance(option, bool):
                 self.count(f"options.{name}", abs(option))
@@ -384,9 +383,10 @@ def create_server(engine: "Engine", binding: Binding | None = None) -> "MCPServe
             limits.count("k", k)
             limits.budget(budget)
             limits.lenses(lenses)
-            result = engine.query(text, k=k, mode=mode, lenses=lenses, tenant=who.tenant_for(tenant), as_of=as_of,
-                                  budget=budget, organize=organize, optimize=optimize, dated_from=dated_from,
-                                  dated_to=dated_to, **limits.options(options))
+            result = engine.query(Query.build(text, k=k, mode=mode, lenses=lenses, tenant=who.tenant_for(tenant),
+                                              as_of=as_of, budget=budget, organize=organize, optimize=optimize,
+                                              dated_from=dated_from, dated_to=dated_to,
+                                              options=limits.options(options)))
             data: dict[str, Any] = _plain(result.to_dict())
         data["results"] = [_cited(r) for r in data["results"]]
         return data
@@ -419,9 +419,10 @@ def create_server(engine: "Engine", binding: Binding | None = None) -> "MCPServe
             limits.count("k", k)
             limits.budget(budget)
             limits.lenses(lenses)
-            result = engine.ask(question, k=k, mode=mode, lenses=lenses, tenant=who.tenant_for(tenant), as_of=as_of,
-                                budget=budget, writer=writer(model, strongest), dated_from=dated_from,
-                                dated_to=dated_to, **limits.options(options))
+            request = Query.build(question, k=k, mode=mode, lenses=lenses, tenant=who.tenant_for(tenant), as_of=as_of,
+                                  budget=budget, dated_from=dated_from, dated_to=dated_to,
+                                  options=limits.options(options))
+            result = engine.ask(request, writer=writer(model, strongest))
             data: dict[str, Any] = _plain(result.to_dict())
         data["sources"] = [_cited(s) for s in data["sources"]]
         return data

@@ -50,6 +50,7 @@ from ragloom.errors import (
 from ragloom.ingest.uploads import ingest_uploads, upload_names
 from ragloom.load import NAME_PATTERN, validate_name
 from ragloom.load.scan import inside
+from ragloom.query.request import Query as RagQuery  # fastapi.Query is a query-string parameter
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -63,12 +64,6 @@ log = logging.getLogger("ragloom.server")
 
 #: The port ``ragloom serve`` listens on unless told otherwise.
 DEFAULT_PORT = 8000
-#: The parameters of Engine.query and Engine.ask that ``options`` must not repeat (a mode
-#: option named ``k`` would otherwise reach Python as a duplicate keyword, a TypeError).
-_NAMED = frozenset({"text", "question", "k", "mode", "lenses", "tenant", "as_of", "budget", "organize", "optimize",
-                    "writer", "on_text", "dated_from", "dated_to"})
-
-
 def _check_extra() -> None:
     MissingExtraError.require("serve", "ragloom serve", {"fastapi": "fastapi", "uvicorn": "uvicorn"})
 
@@ -320,15 +315,6 @@ def _dumps(data: Any) -> bytes:  # noqa: ANN401 - anything json can write
     return json.dumps(data, ensure_ascii=False, default=str).encode("utf-8")
 
 
-def mode_options(options: dict[str, Any], *, given_as: str = "fields of the body") -> dict[str, Any]:
-    """``options`` if none of them repeats a parameter of the query or the question (HTTP and MCP alike)."""
-    clash = sorted(_NAMED & options.keys())
-    if clash:
-        raise InvalidParameterError(f"options {', '.join(map(repr, clash))} repeat parameters of the request; "
-                                    f"give them as {given_as}, not inside options")
-    return options
-
-
 # -- the app ----------------------------------------------------------------------------------------
 
 
@@ -551,7 +537,7 @@ def create_app(engine: "Engine", *, warm: bool = True, host: str = "127.0.0.1") 
                                 "version": __version__}
         if not keys.configured:
             data = {"status": data["status"], "workspace": str(engine.workspace.path),
-                    "documents": len(engine.store.documents(engine.components.tenant(None))), **data}
+                    "documents": engine.store.document_count(engine.components.tenant(None)), **data}
         return reply(data)
 
     @app.post("/ingest", tags=["write"], responses=common)
@@ -591,9 +577,9 @@ def create_app(engine: "Engine", *, warm: bool = True, host: str = "127.0.0.1") 
         """Search the workspace (as `ragloom query --json`); with `budget`, `organize` or
         `optimize`, `context` holds the optimised context window."""
         r: Any = request
-        result = engine.query(r.text, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
-                              as_of=r.as_of, budget=r.budget, organize=r.organize, optimize=r.optimize,
-                              dated_from=r.dated_from, dated_to=r.dated_to, **mode_options(r.options))
+        result = engine.query(RagQuery.build(r.text, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
+                                          as_of=r.as_of, budget=r.budget, organize=r.organize, optimize=r.optimize,
+                                          dated_from=r.dated_from, dated_to=r.dated_to, options=r.options))
         return reply(result.to_dict())
 
     @app.post("/ask", tags=["read"], responses=writes)
@@ -601,9 +587,10 @@ def create_app(engine: "Engine", *, warm: bool = True, host: str = "127.0.0.1") 
         """A written answer citing its sources as [n], every citation checked (as `ragloom ask
         --json`); the offline extractive writer unless `[llm]` names a model."""
         r: Any = request
-        result = engine.ask(r.question, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
-                            as_of=r.as_of, budget=r.budget, writer=writer(r.model, r.strongest),
-                            dated_from=r.dated_from, dated_to=r.dated_to, **mode_options(r.options))
+        question = RagQuery.build(r.question, k=r.k, mode=r.mode, lenses=r.lenses, tenant=who.tenant(r.tenant),
+                               as_of=r.as_of, budget=r.budget, dated_from=r.dated_from, dated_to=r.dated_to,
+                               options=r.options)
+        result = engine.ask(question, writer=writer(r.model, r.strongest))
         return reply(result.to_dict())
 
     @app.post("/generate", tags=["write"], responses=writes)

@@ -1,7 +1,7 @@
 """The workspace folder: where the store, the caches and the index manifest live.
 
 ``<workspace>/index.json`` records the settings the index was built with (see
-:func:`ragloom.config.index_signature`), the embedder and its dimension.
+:func:`index_signature`), the embedder and its dimension.
 
 A workspace may also live on object storage (``s3://bucket/prefix``; see
 :mod:`ragloom.store.remote`): the tables, the manifest, the commit records and the lock are
@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragloom.config import CONFIG_FILENAME, DEFAULT_WORKSPACE, Settings, index_signature, signature_differences
+from ragloom.config import CONFIG_FILENAME, DEFAULT_WORKSPACE, Settings
 from ragloom.errors import ConfigError
 from ragloom.store.remote import ObjectFiles, is_remote, join, mirror_folder, normalize
 
@@ -168,3 +169,73 @@ class Workspace:
             return None
         return (f"The index in {self} was built with other settings than the current ones "
                 f"({', '.join(diffs)}): run 'ragloom reindex' to rebuild it with them.")
+
+
+#: Settings added after workspaces were first built, with the value that does what ragloom
+#: did before them: at that value they are left out of the signature, so that a workspace
+#: built before the setting existed still matches.
+LEGACY_VALUES: Mapping[str, Mapping[str, Any]] = {"chunking": {"merge_sections": False, "min_chunk_chars": 0}}
+
+
+#: The ``[prefix]`` settings of the LLM-written chunk context (see :func:`index_signature`).
+LLM_CONTEXT_KEYS = ("llm_context", "llm_context_model", "llm_context_max_tokens", "llm_context_document_chars",
+                    "llm_context_concurrency")
+
+
+def index_signature(settings: Settings) -> dict[str, Any]:
+    """The settings an index is built with; a change in any of them calls for ``ragloom reindex``."""
+    chunking = {key: value for key, value in settings.chunking.model_dump().items()
+                if LEGACY_VALUES["chunking"].get(key, ...) != value}
+    # The LLM context settings are recorded only when it is on, with the model that writes it: a
+    # workspace built before they existed (or with it off) keeps its signature.
+    prefix = settings.prefix.model_dump(exclude=set(LLM_CONTEXT_KEYS))
+    if settings.prefix.llm_context:
+        prefix["llm_context"] = {"provider": settings.llm.provider,
+                                 "model": settings.prefix.llm_context_model or settings.llm.model_name(),
+                                 "max_tokens": settings.prefix.llm_context_max_tokens,
+                                 "document_chars": settings.prefix.llm_context_document_chars}
+    signature = {
+        "chunking": chunking,
+        "prefix": prefix,
+        "doc_types": settings.doc_types.model_dump(),
+        "embedding": {"model": settings.embedding.model, "embed_text": settings.embedding.embed_text,
+                      "precision": settings.embedding.precision},
+        "sentences": settings.sentences.model_dump(include={"enabled", "vectors"}),
+        "retrieval": settings.retrieval.model_dump(include={"split_identifiers"}),
+        "entities": settings.entities.model_dump(exclude={"back_references"}),
+        "graph": settings.graph.model_dump(include={"key_terms", "domain_terms"}),
+    }
+    written: dict[str, Any] = json.loads(json.dumps(signature))  # the form it has once written to the workspace
+    return written
+
+
+def signature_differences(recorded: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """What changed, one short phrase per setting (``chunking.chunk_size 1024 -> 512``); values
+    too long to read in a sentence (the document-type rules) are only said to have changed."""
+    diffs: list[str] = []
+
+    def shown(value: Any) -> str | None:  # noqa: ANN401 - any setting
+        text = json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= 40 else None
+
+    def walk(a: Any, b: Any, path: str) -> None:  # noqa: ANN401
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            for key in sorted(set(a) | set(b)):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+            return
+        if a == b:
+            return
+        if path.startswith("doc_types"):
+            path = "doc_types"
+        if any(d.startswith(path + " ") for d in diffs):
+            return
+        old, new = shown(a), shown(b)
+        if a is None and new is not None:
+            diffs.append(f"{path} is {new} (the index predates this setting)")
+        elif old is not None and new is not None:
+            diffs.append(f"{path} {old} -> {new}")
+        else:
+            diffs.append(f"{path} changed")
+
+    walk(recorded, current, "")
+    return diffs

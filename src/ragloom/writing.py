@@ -37,8 +37,9 @@ import numpy as np
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.errors import ConfigError, InvalidParameterError
 from ragloom.graph.themes import Theme, find_themes
+from ragloom.query.request import Query
 from ragloom.retrieve.base import unit
-from ragloom.retrieve.window import sentence_index
+from ragloom.retrieve.sentences import sentence_index
 from ragloom.synthesise import Answer, Report, Writer, build_report, number_report_sources, number_sources
 from ragloom.synthesise.report import SectionInput
 from ragloom.synthesise.writers import ExtractiveWriter, writer_from_settings
@@ -171,20 +172,17 @@ class Writing:
 
         return closeness
 
-    def ask(self, question: str, *, mode: str | None = None, lenses: Sequence[str] | None = None,
-            tenant: str | None = None, as_of: datetime | str | None = None, budget: int | None = None,
-            k: int | None = None, writer: Writer | None = None, on_text: OnText | None = None,
-            **options: Any) -> AskResult:  # noqa: ANN401
+    def ask(self, query: Query, *, writer: Writer | None = None, on_text: OnText | None = None) -> AskResult:
         """Retrieve, optimise into the budget, write an answer citing [n], check the citations."""
         started = time.perf_counter()
+        question = query.text
         if isinstance(question, str) and not question.strip():
             raise InvalidParameterError("the question is empty: ask something, for example "
                                         "ragloom ask 'When does offline mode ship?'")
-        request = self.queries.request(question, mode=mode, lenses=lenses, tenant=tenant, as_of=as_of,
-                                       budget=budget, k=k, optimize=True, **options)
+        request = self.queries.request(query, optimize=True)
         result = self.queries.run(request)
         chunks = list(result.context.chunks) if result.context is not None else []
-        chosen = self._for(writer, tenant, as_of, cited_only=True)
+        chosen = self._for(writer, query.tenant, query.as_of, cited_only=True)
         if isinstance(chosen, ExtractiveWriter):
             # No model's context window to fit: the offline writer reads every retrieved chunk
             # (the sentence that answers is often in one the budget leaves out) and lists the

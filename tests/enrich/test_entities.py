@@ -9,16 +9,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ragloom.chunk import chunk_text
-from ragloom.config import Settings
+from ragloom.config import CANDIDATE_SHAPES, DEFAULT_CANDIDATE_SHAPES, Settings, candidate_shapes
 from ragloom.enrich.entities import (
-    CANDIDATE_SHAPES,
-    DEFAULT_CANDIDATE_SHAPES,
     DEFAULT_TYPES,
     EntityExtractor,
     Gazetteer,
     GlinerExtractor,
     SpacyExtractor,
-    candidate_shapes,
     entity_id,
     find_candidates,
 )

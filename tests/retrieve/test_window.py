@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
-from ragloom.retrieve.window import Expansion, Sentences, expand, grow, merge_spans
+from ragloom.retrieve.sentences import Sentences
+from ragloom.retrieve.window import Expansion, expand, grow, merge_spans
 
 from ..conftest import fast_settings, sample_engine
 

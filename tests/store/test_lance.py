@@ -4,6 +4,7 @@ the BM25 index's statistics after an ingest, and the files a long-lived process 
 from __future__ import annotations
 
 import os
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -182,3 +183,51 @@ def test_a_process_that_ingests_and_queries_keeps_few_files_open(tmp_path: Path)
     # Measured from the fifth round: the first ones open what a process opens once (the
     # tokenizer's files, the tables' first versions), which is not a leak.
     assert max(counts[5:]) - counts[5] <= 20, counts  # without the renewal: 80 more after 80 rounds
+
+
+def test_document_count_counts_current_documents_at_the_pinned_commit(tmp_path: Path) -> None:
+    """``document_count`` is ``len(documents(tenant))`` counted by LanceDB: versions, deletions and
+    other tenants do not count, a held view keeps its commit, and neither rows nor chunks are read."""
+    assert LanceStore(tmp_path / "empty").document_count("default") == 0  # no documents table yet
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.md").write_text(f"# {name}\n\nNotes about {name}.", encoding="utf-8")
+    engine = Engine(tmp_path / "ws", settings=fast_settings(), embedder=HashingEmbedder())
+    engine.ingest(folder, lens="x")
+    engine.ingest([folder / "a.md"], lens="x", tenant="other")
+    store = engine.store
+
+    def counted() -> int:
+        count = store.document_count("default")
+        assert count == len(store.documents("default"))
+        return count
+
+    assert counted() == 3 and store.document_count("other") == 1 and store.document_count("nobody") == 0
+    (folder / "b.md").write_text("# b\n\nNotes about b, edited.", encoding="utf-8")
+    engine.ingest(folder, lens="x")  # a second version of b
+    assert counted() == 3 and len(store.history("default", store.documents("default")[1]["document_id"])) == 2
+    engine.delete(folder / "c.md")
+    assert counted() == 2
+
+    with store.reading():
+        done = threading.Event()
+
+        def add() -> None:
+            (folder / "d.md").write_text("# d\n\nNotes about d.", encoding="utf-8")
+            engine.ingest([folder / "d.md"], lens="x")
+            done.set()
+
+        thread = threading.Thread(target=add)
+        thread.start()
+        thread.join(120)
+        assert done.is_set()
+        assert counted() == 2  # the view this operation holds
+    assert counted() == 3
+
+    opened: list[str] = []
+    table, select = store._table, store._select
+    store._table = lambda name: opened.append(name) or table(name)  # type: ignore[method-assign]
+    store._select = lambda *a, **k: pytest.fail("document_count read rows")  # type: ignore[method-assign]
+    assert store.document_count("default") == 3 and opened == ["documents"]
+    store._table, store._select = table, select  # type: ignore[method-assign]

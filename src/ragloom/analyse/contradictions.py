@@ -50,6 +50,7 @@ from datetime import date, timedelta
 from functools import lru_cache
 from typing import Any
 
+from ragloom.parse.code import FENCE_MARKER, code_regions
 from ragloom.parse.timeref import TimeRef, extract_time_refs
 
 SCHEDULE = re.compile(
@@ -120,7 +121,6 @@ NOT_PROSE = re.compile(
 PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.[ \t]|\$[ \t]|%[ \t]|\(gdb\)|\(pdb\)|In \[\d+\]:|[\w.-]+@[\w.-]+:\S*[$#])",
                     re.MULTILINE | re.IGNORECASE)
 TABLE_LINE = re.compile(r"^[ \t]*(?:\||\+[-=+]{3,}|={3,}(?:[ \t]+={3,})*[ \t]*$)", re.MULTILINE)
-FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})", re.MULTILINE)
 #: Characters that are rare in prose and common in code; above this share of a sentence, it is code.
 CODE_SYMBOLS = frozenset("{}[]()<>=;|&*\\_^~@#$")
 CODE_SHARE = 0.1
@@ -270,46 +270,6 @@ class _Sentence:
 # -- prose -------------------------------------------------------------------------------------
 
 
-def code_regions(text: str) -> list[tuple[int, int]]:
-    """Spans of ``text`` that are code: fenced blocks and reST literal blocks (the indented
-    lines after a line ending in ``::``), sorted."""
-    regions: list[tuple[int, int]] = []
-    opening: re.Match[str] | None = None
-    for m in FENCE.finditer(text):
-        if opening is None:
-            opening = m
-        else:
-            close = text.find("\n", m.end())
-            regions.append((opening.start(), len(text) if close == -1 else close))
-            opening = None
-    if opening is not None:
-        regions.append((opening.start(), len(text)))
-    for m in re.finditer(r"::[ \t]*\n", text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        line = text[line_start : m.start()]
-        base = len(line) - len(line.lstrip())
-        pos, start, end = m.end(), None, None
-        while pos < len(text):
-            nl = text.find("\n", pos)
-            stop = len(text) if nl == -1 else nl
-            row = text[pos:stop]
-            if row.strip():
-                if len(row) - len(row.lstrip()) <= base:
-                    break
-                start = pos if start is None else start
-                end = stop
-            pos = stop + 1
-        if start is not None and end is not None:
-            regions.append((start, end))
-    merged: list[tuple[int, int]] = []
-    for lo, hi in sorted(regions):  # a fence inside a literal block is one region
-        if merged and lo <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(hi, merged[-1][1]))
-        else:
-            merged.append((lo, hi))
-    return merged
-
-
 def _in_regions(regions: Sequence[tuple[int, int]], start: int) -> bool:
     i = bisect.bisect_right(regions, start, key=lambda r: r[0]) - 1
     return i >= 0 and regions[i][0] <= start < regions[i][1]
@@ -318,7 +278,7 @@ def _in_regions(regions: Sequence[tuple[int, int]], start: int) -> bool:
 def is_code(text: str) -> bool:
     """Whether a sentence is code, a table, a session transcript or a heading: no claims."""
     stripped = text.lstrip()
-    if not stripped or stripped.startswith(("#", "```", "~~~")) or FENCE.search(text):
+    if not stripped or stripped.startswith("#") or FENCE_MARKER.search(text):
         return True
     if PROMPT.search(text) or TABLE_LINE.search(text):
         return True

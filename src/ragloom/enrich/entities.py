@@ -12,7 +12,7 @@ Four sources, in order of trust:
 4. **capitalised-phrase candidates**, typed by their shape (``… Inc`` is an organisation,
    ``Dr. …`` a person, ``… v2`` a product), or ``other``; a capital counts only where its
    position does not explain it, and the shapes kept by default are those measured at least
-   0.8 precise (:data:`CANDIDATE_SHAPES`, ``bench/entity_precision.py``); and people named by
+   0.8 precise (:data:`~ragloom.config.CANDIDATE_SHAPES`, ``bench/entity_precision.py``); and people named by
    their place in meeting notes: a speaker's turn, a list of attendees.
 
 Overlaps are resolved in that order of trust, then by length. Aliases resolve to one canonical
@@ -31,10 +31,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Protocol
 
+from ragloom.config import candidate_shapes
 from ragloom.errors import ConfigError, MissingExtraError
+from ragloom.parse.code import blank_spans, code_regions
 from ragloom.parse.spans import DisjointSpans
 from ragloom.parse.timeref import extract_time_refs
 from ragloom.types import Chunk
@@ -247,43 +248,12 @@ class GlinerExtractor:
 # API"). Code (backticks, literal blocks, doctest lines, identifiers with "_", dotted names,
 # calls) is never a name. bench/entity_precision.py measures every shape on a labelled sample.
 
-#: The candidate shapes by name; ``entities.candidates`` lists those kept.
-CANDIDATE_SHAPES: Mapping[str, str] = MappingProxyType({
-    "organisation": "a name ending in a company word (… Inc, … Foundation, … Plumbing): organisation",
-    "person_title": "a name after a title (Dr. …, Ms. …): person",
-    "person_context": "two or three name words before a role or a verb of speech (Jane Doe (Finance), … said): person",
-    "product_version": "a name with a version (Fleet Tracker v3, Python 3.11): product",
-    "product_name": "a name ending in a product word (Windows API, Customer Portal): product",
-    "person_turn": "a name that opens a speaker's turn (Jane Doe: …, **Jane Doe**: …, - TC: … twice): person",
-    "person_list": "a name in a list of people (Attendees: A, B, C; the lines under an Attendance heading): person",
-    "short_form": "one word that starts a typed name of the same document (Apex for Apex HVAC): that name's type",
-    "name": "any other capitalised name, untyped: other",
-    "acronym": "an all-capital word written at least twice, untyped: other",
-})
-#: The shapes ``entities.candidates = true`` keeps: those at least 0.8 precise on the labelled
-#: sample (docs/benchmarks.md, "Entity candidates: precision").
-DEFAULT_CANDIDATE_SHAPES: tuple[str, ...] = ("organisation", "person_title", "person_context", "product_version",
-                                             "product_name", "person_turn", "person_list", "short_form")
 _WEAK = "weak"  # a lone word capitalised by position: kept only if it turns out to be a short form
-
-
-def candidate_shapes(value: bool | str | Iterable[str]) -> frozenset[str]:
-    """The shapes an ``entities.candidates`` value keeps: ``True`` the defaults, ``False`` none,
-    or the shapes listed (``"all"`` for every one)."""
-    if isinstance(value, bool):
-        return frozenset(DEFAULT_CANDIDATE_SHAPES if value else ())
-    names = [value] if isinstance(value, str) else list(value)
-    for name in names:
-        if name != "all" and name not in CANDIDATE_SHAPES:
-            raise ConfigError(f"entities.candidates: unknown candidate shape {name!r}; give true (the defaults: "
-                              f"{', '.join(DEFAULT_CANDIDATE_SHAPES)}), false, or a list of: all, "
-                              + ", ".join(CANDIDATE_SHAPES))
-    return frozenset(CANDIDATE_SHAPES) if "all" in names else frozenset(names)
 
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """A capitalised-phrase mention and the shape that found it (a key of :data:`CANDIDATE_SHAPES`)."""
+    """A capitalised-phrase mention and the shape that found it (a key of :data:`~ragloom.config.CANDIDATE_SHAPES`)."""
 
     mention: EntityMention
     shape: str
@@ -354,42 +324,25 @@ _LEADING = COMMON | {"of", "and", "&", "the", "de", "von", "van", "for", "Copyri
 _HEADING_LINE = re.compile(r"[ \t]{0,3}#{1,6}(?:[ \t]|$)")
 _LINE_MARKER = re.compile(r"[ \t]*(?:(?:[-*+>#]+|\d+(?:\.\d+)*[.)]?|[A-Za-z][.)]|\|)[ \t]*)*")
 _LOWER_WORD = re.compile(r"(?<![\w'’-])[a-z][a-z'’-]*[a-z](?![\w'’-])")
-_CODE_SPANS = re.compile(
-    r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[^\n]*$|\Z)"  # fenced blocks
-    r"|``[^\n]+?``|`[^`\n]+`"  # inline code
-    r"|^[ \t]*(?:\.\. |>>>|\.\.\.[ \t])[^\n]*"  # reST directives and comments, doctest lines
+#: Not prose, besides the code blocks and spans of :func:`ragloom.parse.code.code_regions`.
+_NOT_PROSE_LINES = re.compile(
+    r"^[ \t]*(?:\.\. |>>>|\.\.\.[ \t])[^\n]*"  # reST directives and comments, doctest lines
     r"|https?://\S+",  # web addresses
-    re.MULTILINE | re.DOTALL,
+    re.MULTILINE,
 )
 _MAIL_DOMAIN = re.compile(r"@[\w-]+\.[\w.]+")  # a mail address, found from its "@" (a scan for its start is slow)
 _MAIL_USER = re.compile(r"(?<![\w.+-])[\w.+-]+$")
-_BLANK = re.compile(r"[^\n]")
 _LETTERS = re.compile(r"[^\W\d_]")
 _WORD_BEFORE = re.compile(r"(?<![\w&'’.-])(\w[\w&'’.-]*[\w&]|\w)\s+$")
 _WORD_AFTER = re.compile(r"\s+(\w[\w&'’.-]*[\w&]|\w)(?![\w&'’-])")
-_CODE_DIRECTIVE = re.compile(r"\.\. (?:code-block|code|sourcecode|literalinclude|doctest|testcode|testoutput|highlight)::")
 _FREE, _START, _HEADING, _SHOUT, _COLON = range(5)
 
 
-def _literal_blocks(text: str) -> Iterable[tuple[int, int]]:
-    """reST literal blocks: the lines indented deeper than a line ending in ``::``."""
-    pos, opener = 0, None  # opener: the indentation of the "::" line whose block we are in
-    for line in text.splitlines(keepends=True):
-        body = line.strip()
-        indent = len(line) - len(line.lstrip(" \t"))
-        if opener is not None and body and indent <= opener:
-            opener = None
-        if opener is not None:
-            yield pos, pos + len(line)
-        elif _CODE_DIRECTIVE.match(body) or body.endswith("::") and not body.startswith(".. "):
-            opener = indent  # a literal block, or a code directive's body (a note's body is prose)
-        pos += len(line)
-
-
 def code_spans(text: str) -> list[tuple[int, int]]:
-    """Where ``text`` holds code, not prose (fenced and inline code, literal blocks, doctest
-    lines, web and mail addresses), sorted by start; spans may overlap."""
-    spans = [(m.start(), m.end()) for m in _CODE_SPANS.finditer(text)] + list(_literal_blocks(text))
+    """Where ``text`` holds code, not prose (fenced and inline code and literal blocks, found by
+    :func:`ragloom.parse.code.code_regions`; reST directive and doctest lines, web and mail
+    addresses), sorted by start; spans may overlap."""
+    spans = code_regions(text, inline=True) + [(m.start(), m.end()) for m in _NOT_PROSE_LINES.finditer(text)]
     for m in _MAIL_DOMAIN.finditer(text):
         user = _MAIL_USER.search(text, max(0, m.start() - 64), m.start())
         if user is not None:
@@ -415,14 +368,7 @@ class _Document:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        spans = code_spans(text)
-        parts, done = [], 0
-        for a, b in spans:
-            if b > done:
-                a = max(a, done)
-                parts += [text[done:a], _BLANK.sub("\x00", text[a:b])]
-                done = b
-        self.prose = "".join([*parts, text[done:]])  # the text with code blanked out, same offsets
+        self.prose = blank_spans(text, code_spans(text), "\x00")  # the text with code blanked out, same offsets
         self.lower = Counter(_LOWER_WORD.findall(self.prose))
         self.free_words: Counter[str] = Counter()  # capitalised where position does not explain it
         self.free_phrases: Counter[str] = Counter()
@@ -814,8 +760,8 @@ class EntityExtractor:
     """Combines the sources above; ``types`` limits what is kept (``other`` is kept only if listed).
 
     ``candidates`` chooses the capitalised-phrase shapes: ``True`` the defaults
-    (:data:`DEFAULT_CANDIDATE_SHAPES`), ``False`` none, or a list of names from
-    :data:`CANDIDATE_SHAPES` (``"all"`` for every one).
+    (:data:`~ragloom.config.DEFAULT_CANDIDATE_SHAPES`), ``False`` none, or a list of names from
+    :data:`~ragloom.config.CANDIDATE_SHAPES` (``"all"`` for every one).
     """
 
     def __init__(self, gazetteer: Gazetteer | None = None, *, models: Sequence[ModelExtractor] = (),
@@ -833,7 +779,7 @@ class EntityExtractor:
 
     def explain(self, text: str) -> list[Tagged]:
         """The mentions with what found each one: ``gazetteer``, ``model``, ``pattern``, or the
-        candidate shape (a key of :data:`CANDIDATE_SHAPES`)."""
+        candidate shape (a key of :data:`~ragloom.config.CANDIDATE_SHAPES`)."""
         found: list[Tagged] = [(m, m.source) for m in self.gazetteer.find(text)]
         for model in self.models:
             found.extend((self._canonicalise(m), m.source) for m in model(text))

@@ -1,21 +1,19 @@
 """The context graph: eight kinds of edge between chunks, built without all-pairs loops."""
 
-from ragloom.graph.build import (
+from ragloom.graph.build import Update, build_edges, term_counts, update_edges
+from ragloom.graph.model import (
     EDGE_TYPES,
+    MENTIONS,
     SAME_LENS,
     SAME_SOURCE,
     SEQUENTIAL,
+    SHARED_ENTITY,
     SIMILAR_TO,
     TEMPORAL_OVERLAP,
     TOPIC_OVERLAP,
     Edge,
     GraphNode,
-    Update,
-    build_edges,
-    term_counts,
-    update_edges,
 )
-from ragloom.graph.entities import MENTIONS, SHARED_ENTITY
 from ragloom.graph.view import ContextGraph, node_attributes
 
 __all__ = [

@@ -41,55 +41,32 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
 
 from ragloom.config import GraphSettings
 from ragloom.embed.base import normalize_rows
-from ragloom.graph.entities import MENTIONS, SHARED_ENTITY, entity_edges
+from ragloom.graph.entities import entity_edges
+from ragloom.graph.model import (
+    FIXED_WEIGHTS,
+    SAME_LENS,
+    SAME_SOURCE,
+    SEQUENTIAL,
+    SIMILAR_TO,
+    TEMPORAL_OVERLAP,
+    TOPIC_OVERLAP,
+    Edge,
+    GraphNode,
+    edge,
+)
 
-SIMILAR_TO, SAME_SOURCE, SAME_LENS = "SIMILAR_TO", "SAME_SOURCE", "SAME_LENS"
-TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL = "TOPIC_OVERLAP", "TEMPORAL_OVERLAP", "SEQUENTIAL"
-EDGE_TYPES = (SIMILAR_TO, SAME_SOURCE, SAME_LENS, TOPIC_OVERLAP, TEMPORAL_OVERLAP, SEQUENTIAL, MENTIONS, SHARED_ENTITY)
-#: Weights of the edge types whose weight is fixed (seed 000).
-FIXED_WEIGHTS = {SAME_SOURCE: 1.0, SAME_LENS: 0.5, TEMPORAL_OVERLAP: 1.0, SEQUENTIAL: 1.0}
 #: Up to this many chunks, similar pairs come from an exact blocked search.
 EXACT_LIMIT = 5000
 CELL_SIZE = 200
 PROBES = 3
 PROJECTION = 64
-
-
-@dataclass(frozen=True, slots=True)
-class GraphNode:
-    chunk_id: str
-    document_id: str
-    lens: str
-    chunk_index: int
-    key_terms: tuple[str, ...] = ()
-    periods: tuple[str, ...] = ()  # resolved canonical periods only
-    vector: Any = field(default=None, repr=False, compare=False)
-    #: Names the chunk is about (its heading; the title, for a document's first chunk) and
-    #: names of other chunks its text mentions (see :mod:`ragloom.graph.entities`).
-    about: tuple[str, ...] = ()
-    mentions: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Edge:
-    src: str
-    dst: str
-    type: str
-    weight: float
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-
-
-def _edge(a: str, b: str, kind: str, weight: float, **attrs: Any) -> Edge:  # noqa: ANN401
-    src, dst = (a, b) if a < b else (b, a)
-    return Edge(src, dst, kind, float(weight), attrs)
 
 
 # -- similar pairs --------------------------------------------------------------------------------
@@ -265,7 +242,7 @@ def similar_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
     kept = (np.arange(len(node)) - starts) < settings.max_similar
     a, b, s = node[kept], other[kept], both[kept]
     codes, first = np.unique(np.minimum(a, b) * n + np.maximum(a, b), return_index=True)
-    return [_edge(nodes[c // n].chunk_id, nodes[c % n].chunk_id, SIMILAR_TO, round(float(s[f]), 6))
+    return [edge(nodes[c // n].chunk_id, nodes[c % n].chunk_id, SIMILAR_TO, round(float(s[f]), 6))
             for c, f in zip(codes.tolist(), first.tolist(), strict=True)]
 
 
@@ -285,16 +262,16 @@ def group_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, document
         if documents is not None and doc not in documents:
             continue
         members.sort(key=lambda n: n.chunk_index)
-        edges.extend(_edge(a.chunk_id, b.chunk_id, SEQUENTIAL, FIXED_WEIGHTS[SEQUENTIAL])
+        edges.extend(edge(a.chunk_id, b.chunk_id, SEQUENTIAL, FIXED_WEIGHTS[SEQUENTIAL])
                      for a, b in zip(members, members[1:], strict=False))
         if len(members) <= settings.source_clique_bound:
-            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE])
+            edges.extend(edge(a.chunk_id, b.chunk_id, SAME_SOURCE, FIXED_WEIGHTS[SAME_SOURCE])
                          for a, b in itertools.combinations(members, 2))
     for lens, members in by_lens.items():
         if lenses is not None and lens not in lenses:
             continue
         if len(members) <= settings.lens_clique_bound:
-            edges.extend(_edge(a.chunk_id, b.chunk_id, SAME_LENS, FIXED_WEIGHTS[SAME_LENS])
+            edges.extend(edge(a.chunk_id, b.chunk_id, SAME_LENS, FIXED_WEIGHTS[SAME_LENS])
                          for a, b in itertools.combinations(members, 2))
     return edges
 
@@ -358,7 +335,7 @@ def overlap_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, only: 
             terms = sorted(kept[i] & kept[j])
             weight = float(len(terms)) if kind == TOPIC_OVERLAP else FIXED_WEIGHTS[TEMPORAL_OVERLAP]
             attr = {"shared_terms": terms} if kind == TOPIC_OVERLAP else {"shared_periods": terms}
-            edges.append(_edge(nodes[i].chunk_id, nodes[j].chunk_id, kind, weight, **attr))
+            edges.append(edge(nodes[i].chunk_id, nodes[j].chunk_id, kind, weight, **attr))
     return edges
 
 
@@ -395,8 +372,10 @@ def update_edges(nodes: Sequence[GraphNode], settings: GraphSettings, *, changed
     """The edge changes after ``changed`` chunk ids were added or edited and ``removed``
     chunks (their old versions) went away; ``nodes`` is the graph's chunks afterwards.
 
-    The result equals a full :func:`build_edges` as long as no chunk's ``max_similar`` list
-    overflows: a term whose postings crossed ``max_postings`` in either direction brings all
+    The result equals a full :func:`build_edges` when ``changed`` also holds every unchanged
+    chunk whose kept ``max_similar`` neighbours the change alters (the caller widens it:
+    :class:`~ragloom.graph.maintain.SimilarReach`). A term whose postings crossed
+    ``max_postings`` in either direction brings all
     its chunks into the recomputation, so the cap means the same as in a full build (the cap
     before is that of ``previous_count`` chunks, the workspace's size before the change). Entity
     edges are weighted by how many chunks hold their name, so ``changed`` must also hold every

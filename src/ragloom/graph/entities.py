@@ -38,15 +38,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ragloom.graph.model import MENTIONS, SHARED_ENTITY, Edge, GraphNode, edge
 from ragloom.types import SECTION_SEPARATOR
-
-if TYPE_CHECKING:
-    from ragloom.graph.build import GraphNode
-
-MENTIONS, SHARED_ENTITY = "MENTIONS", "SHARED_ENTITY"
-ENTITY_TYPES = (MENTIONS, SHARED_ENTITY)
 
 _WORD = re.compile(r"\w+")
 _QUALIFIER = re.compile(r"(?<!\s)\s*+\([^()]*\)\s*+$")
@@ -193,10 +188,9 @@ def holders(nodes: Sequence[GraphNode]) -> dict[str, Holders]:
 
 
 def entity_edges(nodes: Sequence[GraphNode], cap: int, *, only: set[int] | None = None,
-                 index: Mapping[str, Holders] | None = None) -> list[Any]:
+                 index: Mapping[str, Holders] | None = None) -> list[Edge]:
     """``MENTIONS`` and ``SHARED_ENTITY`` edges (with ``only``, just those touching the chunks
     at those positions), built from each node's ``about`` and ``mentions``."""
-    from ragloom.graph.build import _edge
 
     index = holders(nodes) if index is None else index
     # (low, high) -> [weight, names, about ends]
@@ -228,10 +222,10 @@ def entity_edges(nodes: Sequence[GraphNode], cap: int, *, only: set[int] | None 
                     add(shared, m, y, name, weight, -1)
     edges = []
     for (a, b), (weight, names, ends) in sorted(mentions.items()):
-        edges.append(_edge(nodes[a].chunk_id, nodes[b].chunk_id, MENTIONS, weight, entities=sorted(names),
+        edges.append(edge(nodes[a].chunk_id, nodes[b].chunk_id, MENTIONS, weight, entities=sorted(names),
                            about=sorted(nodes[e].chunk_id for e in ends)))
     for (a, b), (weight, names, _) in sorted(shared.items()):
-        edges.append(_edge(nodes[a].chunk_id, nodes[b].chunk_id, SHARED_ENTITY, weight, entities=sorted(names)))
+        edges.append(edge(nodes[a].chunk_id, nodes[b].chunk_id, SHARED_ENTITY, weight, entities=sorted(names)))
     return edges
 
 

@@ -18,8 +18,7 @@ from typing import Any
 
 import networkx as nx
 
-from ragloom.graph.build import SIMILAR_TO, TOPIC_OVERLAP
-from ragloom.graph.entities import MENTIONS, SHARED_ENTITY
+from ragloom.graph.model import MENTIONS, SHARED_ENTITY, SIMILAR_TO, TOPIC_OVERLAP
 from ragloom.graph.view import ContextGraph
 
 #: Edges that relate chunks by what they are about.

@@ -14,8 +14,8 @@ import networkx as nx
 from ragloom.checks import check_count
 from ragloom.config import GraphSettings
 from ragloom.errors import UnknownChunkError
-from ragloom.graph.build import FIXED_WEIGHTS, SAME_LENS, SAME_SOURCE, Edge
-from ragloom.graph.entities import MENTIONS, NameIndex, about_names, subjects
+from ragloom.graph.entities import NameIndex, about_names, subjects
+from ragloom.graph.model import FIXED_WEIGHTS, MENTIONS, SAME_LENS, SAME_SOURCE, Edge
 from ragloom.ids import is_prefix, pick, short_id
 
 PREVIEW = 200

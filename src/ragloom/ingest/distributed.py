@@ -17,7 +17,7 @@ driver                        ``store`` in batches of ``ingest.batch_chunks`` ro
 
 Every stage is the pipeline's own object, sent to the workers (a stage inserted with
 ``engine.pipeline.insert`` goes too), and each batch goes through
-:meth:`IngestPipeline._apply <ragloom.ingest.pipeline.IngestPipeline>` as in a local run, so
+:meth:`~ragloom.ingest.pipeline.IngestPipeline.run_document` as in a local run, so
 versions, hashes, the sentence index, entity mentions and the graph come out as a local
 ingest makes them, and a failure stays with its file. Writes happen only on the driver, under
 the write lock, batch by batch as a local ingest writes them: a job that fails (a worker that
@@ -170,7 +170,6 @@ def _rows(batch: Any) -> Iterator[tuple[bytes | None, bytes | None]]:  # noqa: A
 def _read(batch: Any, spec: _Spec) -> Any:  # noqa: ANN401 - pyarrow tables
     """A read task: the document stages, file by file, as the local pipeline runs them."""
     components, pipeline = _worker(spec)
-    per_doc, _, _ = pipeline._phases()
     progress = _progress(spec)
     run = IngestRun(components, IngestReport(), progress, spec.at)
     works: list[bytes] = []
@@ -183,7 +182,7 @@ def _read(batch: Any, spec: _Spec) -> Any:  # noqa: ANN401 - pyarrow tables
                 continue
             item, facts = pickle.loads(blob)
             run.learn(item.tenant, _document_id(item), facts)
-            works.extend(pickle.dumps(ready) for ready in pipeline._apply(per_doc, [item], run))
+            works.extend(pickle.dumps(ready) for ready in pipeline.run_document(item, run))
             progress.advance("Reading")
     finally:
         for stage in pipeline.stages:  # a converter process started for this batch stops with it
@@ -199,10 +198,10 @@ class _Embedding:
     """An embedding actor: the embedder loaded once; the batch stages before ``store`` on each
     batch of documents (a batch that fails is tried one document at a time, as locally)."""
 
-    def __init__(self, spec: _Spec, stages: Sequence[str], threads: int | None) -> None:
+    def __init__(self, spec: _Spec, stages: Sequence[int], threads: int | None) -> None:
         self.spec = spec
         self.components, self.pipeline = _worker(spec)
-        self.stages = [s for s in self.pipeline.stages if s.name in stages]
+        self.stages = [self.pipeline.stages[i] for i in stages]  # positions in the pipeline
         if threads is not None:
             _limit_threads(self.components.embedder, threads)
         self.components.embedder.embed(["load the model now, once per actor"])
@@ -217,7 +216,7 @@ class _Embedding:
                 items.append(pickle.loads(blob))
         progress = _progress(self.spec)
         run = IngestRun(self.components, IngestReport(), progress, self.spec.at)
-        done = self.pipeline._batch(self.stages, items, run) if items else []
+        done = self.pipeline.run_batch(self.stages, items, run) if items else []
         if isinstance(progress, _RelayedProgress):
             progress.flush()
         return _table([pickle.dumps(item) for item in done], [*reports, pickle.dumps(run.report)])
@@ -349,10 +348,7 @@ class RayRunner:
         from ray.data import ActorPoolStrategy, DataContext
 
         c = pipeline.c
-        _, per_batch, per_run = pipeline._phases()
-        names = [s.name for s in per_batch]
-        cut = names.index("store") if "store" in names else (names.index("embed") + 1 if "embed" in names else 0)
-        remote, local = per_batch[:cut], per_batch[cut:]
+        remote, local = pipeline.phases().away_from_writer()
         gpu = self._gpu_actors(ray, c)
         workers, cpus = self._actors(ray, gpu)
         with _quiet():
@@ -361,7 +357,7 @@ class RayRunner:
             context.print_on_execution_start = False
         run.progress.stage("Reading", total)
         if not work:
-            pipeline._finish(per_run, [], run)
+            pipeline.finish([], run)
             return
         rows = [{"work": pickle.dumps((item, run.facts(item.tenant, _document_id(item))))} for item in work]
         with _relaying(ray, run.progress) as relay, _quiet():
@@ -375,12 +371,13 @@ class RayRunner:
                 max_retries=RETRIES, **where)
             actor: dict[str, Any] = {"num_gpus": 1} if gpu else {"num_cpus": cpus}
             dataset = dataset.map_batches(
-                _Embedding, fn_constructor_kwargs={"spec": spec, "stages": [s.name for s in remote],
+                _Embedding, fn_constructor_kwargs={"spec": spec, "stages": [i for i, s in enumerate(pipeline.stages)
+                                                              if any(s is r for r in remote)],
                                                    "threads": None if gpu else cpus},
                 batch_size=EMBED_BATCH, batch_format="pyarrow", compute=ActorPoolStrategy(size=workers),
                 max_restarts=RETRIES, max_task_retries=RETRIES, **actor, **where)
             done = self._collect(dataset, pipeline, run, local, limit)
-        pipeline._finish(per_run, done, run)
+        pipeline.finish(done, run)
 
     @staticmethod
     def _collect(dataset: Any, pipeline: IngestPipeline, run: IngestRun, local: Sequence[Stage],  # noqa: ANN401
@@ -400,7 +397,7 @@ class RayRunner:
                     pending.append(item)
                     size += item.size()
                     if size >= limit:
-                        done.extend(pipeline._batch(local, pending, run))
+                        done.extend(pipeline.run_batch(local, pending, run))
                         pending, size = [], 0
         except RagloomError:
             raise
@@ -409,7 +406,7 @@ class RayRunner:
                 f"the Ray ingest failed ({_cause(exc)}); {len(done)} documents of this run "
                 "landed whole, nothing else was written; run the command again to finish (unchanged files are "
                 "skipped)") from exc
-        done.extend(pipeline._batch(local, pending, run))
+        done.extend(pipeline.run_batch(local, pending, run))
         return done
 
     @staticmethod

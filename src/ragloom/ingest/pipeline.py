@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ragloom.chunk import chunker_from_settings
 from ragloom.chunk.preset import PresetSpan
@@ -49,6 +49,21 @@ class Runner(Protocol):
                 total: int | None) -> None: ...
 
 
+class Phases(NamedTuple):
+    """A pipeline's stages by when they run (see :mod:`ragloom.ingest.stages`)."""
+
+    document: list[Stage]
+    batch: list[Stage]
+    run: list[Stage]
+
+    def away_from_writer(self) -> tuple[list[Stage], list[Stage]]:
+        """The batch stages split where the first one that writes the store begins (a stage
+        with ``writes = True``): those before it may run in other processes (a distributed
+        runner's embedding workers), the rest run where the write lock is held."""
+        cut = next((i for i, s in enumerate(self.batch) if getattr(s, "writes", False)), len(self.batch))
+        return self.batch[:cut], self.batch[cut:]
+
+
 class IngestPipeline:
     """An ordered list of stages (:func:`~ragloom.ingest.stages.default_stages` unless given).
 
@@ -85,13 +100,13 @@ class IngestPipeline:
     def remove(self, name: str) -> Stage:
         return self.stages.pop(self._position(name))
 
-    def _phases(self) -> tuple[list[Stage], list[Stage], list[Stage]]:
-        """Stages run per document as it is read, then per batch, then once per run."""
+    def phases(self) -> Phases:
+        """The stages in the three phases a runner runs them in: per document as it is read,
+        then per batch of documents, then once per run."""
         first_batch = next((i for i, s in enumerate(self.stages) if s.scope != "document"), len(self.stages))
-        per_doc = self.stages[:first_batch]
-        per_batch = [s for s in self.stages[first_batch:] if s.scope != "run"]
-        per_run = [s for s in self.stages[first_batch:] if s.scope == "run"]
-        return per_doc, per_batch, per_run
+        return Phases(document=self.stages[:first_batch],
+                      batch=[s for s in self.stages[first_batch:] if s.scope != "run"],
+                      run=[s for s in self.stages[first_batch:] if s.scope == "run"])
 
     # -- running ------------------------------------------------------------------------------
 
@@ -153,26 +168,26 @@ class IngestPipeline:
         return error
 
     def _run(self, items: Iterable[Work], run: IngestRun, limit: int, total: int | None) -> None:
-        per_doc, per_batch, per_run = self._phases()
+        per_batch = self.phases().batch
         run.progress.stage("Reading", total)
         pending: list[Work] = []
         size = 0
         done: list[Work] = []
         for item in items:
-            advanced = self._apply(per_doc, [item], run)
+            advanced = self.run_document(item, run)
             run.progress.advance("Reading")
             for ready in advanced:
                 pending.append(ready)
                 size += ready.size()
             if size >= limit:
-                done.extend(self._batch(per_batch, pending, run))
+                done.extend(self.run_batch(per_batch, pending, run))
                 pending, size = [], 0
-        done.extend(self._batch(per_batch, pending, run))
-        self._finish(per_run, done, run)
+        done.extend(self.run_batch(per_batch, pending, run))
+        self.finish(done, run)
 
-    def _finish(self, per_run: Sequence[Stage], done: list[Work], run: IngestRun) -> None:
+    def finish(self, done: list[Work], run: IngestRun) -> None:
         """The run stages, once, on every document that landed."""
-        for stage in per_run:  # run stages run even when no document changed (a stale graph)
+        for stage in self.phases().run:  # run stages run even when no document changed (a stale graph)
             try:
                 done = stage(done, run)
             except Exception as exc:  # noqa: BLE001 - the documents landed; say what did not
@@ -220,8 +235,12 @@ class IngestPipeline:
             items = [i for i in items if i.skip is None]
         return items
 
-    def _batch(self, stages: Sequence[Stage], items: list[Work], run: IngestRun) -> list[Work]:
-        """A batch through the batch stages; if it fails, each document alone, so that only the
+    def run_document(self, item: Work, run: IngestRun) -> list[Work]:
+        """One document through the document stages (empty if it failed or was skipped)."""
+        return self._apply(self.phases().document, [item], run)
+
+    def run_batch(self, stages: Sequence[Stage], items: list[Work], run: IngestRun) -> list[Work]:
+        """A batch through ``stages`` (batch stages); if it fails, each document alone, so that only the
         one that cannot be embedded or written fails."""
         if not items:
             return []

@@ -34,13 +34,14 @@ import numpy as np
 from ragloom.chunk import Chunker
 from ragloom.chunk.preset import PresetChunker, PresetSpan
 from ragloom.embed import HashingEmbedder
-from ragloom.enrich import content_hash, enrich_chunks, llm_context
+from ragloom.enrich import content_hash, enrich_chunks
 from ragloom.enrich.entities import entities_per_chunk, named_by_place
 from ragloom.enrich.keyterms import extract_key_terms
-from ragloom.enrich.llm_context import ChunkContextWriter
 from ragloom.enrich.quality import assess_chunks
 from ragloom.enrich.search_text import search_text
 from ragloom.errors import TooManyRowsError
+from ragloom.ingest import llm_context
+from ragloom.ingest.llm_context import ChunkContextWriter
 from ragloom.ingest.work import IngestRun, Work
 from ragloom.load import (
     ConverterProcess,
@@ -317,7 +318,7 @@ class Enrich(_Timed):
 
 class ChunkContext(_Timed):
     """With ``[prefix] llm_context``: each chunk's prefix gets a short context that the ``[llm]``
-    model writes from the whole document (:mod:`ragloom.enrich.llm_context`), cached by content
+    model writes from the whole document (:mod:`ragloom.ingest.llm_context`), cached by content
     so that re-ingest calls no model; a call that fails after its retries fails the document."""
 
     name = "context"
@@ -505,6 +506,8 @@ class Store(_Timed):
 
     name = "store"
     scope: ClassVar[Scope] = "batch"
+    #: Runs where the write lock is held (a distributed runner keeps it on the driver).
+    writes: ClassVar[bool] = True
 
     def run(self, items: list[Work], run: IngestRun) -> list[Work]:
         items = self._unchanged_since_read(items, run)

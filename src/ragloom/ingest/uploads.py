@@ -25,13 +25,13 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ragloom.load.limits import display_path
 
 if TYPE_CHECKING:
-    from ragloom.engine import Engine
     from ragloom.ingest.report import IngestReport, Progress
+    from ragloom.workspace import Workspace
 
 __all__ = ["MAX_NAME_BYTES", "StoredUploads", "UploadName", "ingest_uploads", "store_uploads", "upload_folder",
            "upload_names"]
@@ -225,7 +225,17 @@ def _store(stored: StoredUploads, name: str, data: bytes) -> None:
     stored.paths.append(target)
 
 
-def ingest_uploads(engine: Engine, files: Sequence[tuple[str, bytes]], *, lens: str, tenant: str,
+class Ingests(Protocol):
+    """What storing uploads needs of an engine: its workspace and its ingest."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    def ingest(self, paths: Sequence[Path], *, lens: str, tenant: str | None = ...,  # noqa: D102
+               progress: Progress | None = ..., within: Sequence[str | Path] | None = ...) -> IngestReport: ...
+
+
+def ingest_uploads(engine: Ingests, files: Sequence[tuple[str, bytes]], *, lens: str, tenant: str,
                    progress: Progress | None = None) -> IngestReport:
     """Store ``(name, bytes)`` pairs (names from :func:`upload_names`) in the tenant's uploads
     folder of ``lens`` and ingest them (nothing outside that folder is read, links included);

@@ -40,7 +40,7 @@ from ragloom.errors import InvalidParameterError
 from ragloom.load.normalize import parse_date, title_from_filename
 from ragloom.parse.doctype import infer_doc_type
 from ragloom.parse.sections import parse_sections
-from ragloom.query import QueryRequest
+from ragloom.query import Query, QueryRequest
 from ragloom.types import Chunk, Document, ScoredChunk
 
 __all__ = ["RagloomRetriever", "RagloomTextSplitter", "to_langchain"]
@@ -99,6 +99,8 @@ class RagloomRetriever(BaseRetriever):
     lenses: list[str] | None = None
     tenant: str | None = None
     as_of: datetime | str | None = None
+    dated_from: date | str | None = None
+    dated_to: date | str | None = None
     budget: int | None = None
     organize: str | None = None
     optimize: bool = False
@@ -113,9 +115,9 @@ class RagloomRetriever(BaseRetriever):
     def _request(self, query: str, call: Mapping[str, Any] | None = None) -> QueryRequest:
         """The request for ``query``, with what the call changes (``k=3``; a mode's option) over the fields."""
         given = {name: value for name, value in (call or {}).items() if name != "verbose"}  # verbose: LangChain's
-        fields = {name: given.pop(name) if name in given else getattr(self, name) for name in _CALL_FIELDS}
-        options = {**self.options, **(fields.pop("options") or {}), **given}
-        return self.engine.queries.request(query, **fields, **options)
+        fields = {name: given.pop(name) if name in given else getattr(self, name) for name in Query.FIELDS}
+        options = {**self.options, **(given.pop("options", None) or {})}
+        return self.engine.queries.request(Query.build(query, **fields, options=options), **given)
 
     def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun,
                                 **kwargs: Any) -> list[LCDocument]:  # noqa: ANN401 - the call's own k, mode, options
@@ -129,9 +131,6 @@ class RagloomRetriever(BaseRetriever):
         return await run_in_executor(None, self._get_relevant_documents, query, run_manager=run_manager.get_sync(),
                                      **kwargs)
 
-
-#: The retriever's fields a call may change for itself (``invoke(query, k=3)``).
-_CALL_FIELDS = ("k", "mode", "lenses", "tenant", "as_of", "budget", "organize", "optimize", "options")
 
 
 class RagloomTextSplitter(BaseDocumentTransformer):

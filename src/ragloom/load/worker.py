@@ -83,10 +83,8 @@ class ConverterProcess:
         self.started = 0
 
     def _start(self) -> subprocess.Popen[bytes]:
-        import ragloom
-
         env = dict(os.environ)
-        package_root = str(Path(ragloom.__file__).resolve().parents[1])
+        package_root = str(Path(__file__).resolve().parents[2])  # the folder that holds ragloom/
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         env["PYTHONWARNINGS"] = "ignore"
         proc = subprocess.Popen(  # noqa: S603 - our own interpreter and module

@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ragloom.context import OptimizedContext
 from ragloom.graph.maintain import GraphMaintainer
 from ragloom.query.poststages import PostStage, default_post_stages, optimise
+from ragloom.query.request import Query
 from ragloom.query.result import (
     PERIOD_BOOST,
     Preference,
@@ -60,18 +61,19 @@ class QueryService:
         self.post_stages: list[PostStage] = list(post_stages) if post_stages is not None \
             else default_post_stages(components)
 
-    def request(self, text: str, *, k: int | None = None, mode: str | None = None,
-                lenses: Sequence[str] | str | None = None, tenant: str | None = None,
-                as_of: datetime | str | None = None, budget: int | None = None, organize: str | None = None,
-                optimize: bool = False, dated_from: date | str | None = None, dated_to: date | str | None = None,
-                **options: Any) -> QueryRequest:  # noqa: ANN401
+    def request(self, query: Query | str, /, **given: Any) -> QueryRequest:  # noqa: ANN401
         """A checked request: known mode, its own options only, valid names, counts and times.
 
-        Every bad value is an :class:`InvalidParameterError` naming the parameter, its bound and
-        the fix; values are echoed shortened, so that a 1 MB argument makes a one-line error.
+        ``query`` is a :class:`~ragloom.query.request.Query`, or its text with the fields and
+        options as keyword arguments (see :meth:`Query.build`). Every bad value is an
+        :class:`InvalidParameterError` naming the parameter, its bound and the fix; values are
+        echoed shortened, so that a 1 MB argument makes a one-line error.
         """
         from ragloom.errors import InvalidParameterError
 
+        q = Query.build(query, **given)
+        text, k, mode, lenses, tenant = q.text, q.k, q.mode, q.lenses, q.tenant
+        budget, organize, optimize = q.budget, q.organize, q.optimize
         if not isinstance(text, str):
             raise InvalidParameterError(f"the query text must be a string, not {type(text).__name__}")
         name = mode or self.c.settings.retrieval.mode
@@ -95,12 +97,12 @@ class QueryService:
         for lens in lens_list or ():  # any text: a lens is a filter literal (none matches a name never ingested)
             if not isinstance(lens, str):
                 raise InvalidParameterError(f"lens {shown(lens)} must be a string")
-        moment = as_of_moment(as_of)
-        dated = date_range(dated_from, dated_to)
+        moment = as_of_moment(q.as_of)
+        dated = date_range(q.dated_from, q.dated_to)
         tenant = self.c.tenant(tenant)
         self.c.check_lenses(tenant, lens_list, as_of=moment)
         return QueryRequest(
-            text=text, mode=name, options=retriever.options.build(self.c.settings, options, mode=name),
+            text=text, mode=name, options=retriever.options.build(self.c.settings, dict(q.options), mode=name),
             tenant=tenant, k=k,
             lenses=tuple(lens_list) if lens_list else None,
             as_of=moment, dated=dated,

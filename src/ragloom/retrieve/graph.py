@@ -39,7 +39,7 @@ import numpy as np
 
 from ragloom.embed.base import normalize_rows
 from ragloom.errors import InvalidParameterError, UnknownNameError
-from ragloom.graph.build import EDGE_TYPES, SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
+from ragloom.graph.model import EDGE_TYPES, SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
 from ragloom.retrieve.base import SearchRequest, define, to_scored, unit
 from ragloom.retrieve.basic import HybridOptions, hybrid
 from ragloom.store.lance import LanceStore, vector_matrix

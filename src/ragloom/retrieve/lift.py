@@ -16,13 +16,14 @@ documentation corpus, for ragloom's and LangChain's chunks alike: docs/benchmark
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ragloom.embed.base import normalize_rows
 from ragloom.retrieve.base import SearchRequest, unit
+from ragloom.retrieve.sentences import sentence_arrays
 from ragloom.store.filters import sql_str
 from ragloom.store.plan import SENTENCES
 from ragloom.store.schema import RESULT_COLUMNS
@@ -56,27 +57,6 @@ def lifted(chunk: np.ndarray, sentence: np.ndarray, weight: float) -> np.ndarray
     return np.where(sentence > -1.0, (1.0 - weight) * chunk + weight * sentence, chunk)
 
 
-def _sentences(req: SearchRequest, documents: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """(starts, ends, unit vectors) of the sentences of ``documents``, sorted by start: from the
-    in-memory sentence index for a current query, read at ``as_of`` otherwise."""
-    if req.as_of is None:
-        from ragloom.retrieve.window import sentence_index
-
-        index = sentence_index(req.store, req.tenant)
-        return {d: (index[d].starts, index[d].ends, index[d].vectors) for d in documents if d in index}
-    found = req.store.chunks(req.tenant, table=SENTENCES, as_of=req.as_of, document_ids=documents,
-                             columns=["document_id", "start_char", "end_char", "vector"])
-    by_doc: dict[str, list[Mapping[str, Any]]] = {}
-    for r in found:
-        by_doc.setdefault(r["document_id"], []).append(r)
-    out = {}
-    for doc, rs in by_doc.items():
-        rs.sort(key=lambda r: r["start_char"])
-        out[doc] = (np.array([r["start_char"] for r in rs]), np.array([r["end_char"] for r in rs]),
-                    normalize_rows(np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rs])))
-    return out
-
-
 def lift_rows(req: SearchRequest, rows: list[dict[str, Any]], k: int, *, weight: float,
               with_vectors: bool) -> list[dict[str, Any]]:
     """The chunk rows of a vector search (``_score``: their cosine) scored again with their best
@@ -101,7 +81,7 @@ def lift_rows(req: SearchRequest, rows: list[dict[str, Any]], k: int, *, weight:
             rows = rows + extra
     if not rows:
         return rows
-    sentences = _sentences(req, {r["document_id"] for r in rows})
+    sentences = sentence_arrays(req, {r["document_id"] for r in rows})
     best = np.full(len(rows), -1.0)
     by_doc: dict[str, list[int]] = {}
     for i, r in enumerate(rows):

@@ -24,50 +24,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ragloom.embed.base import normalize_rows
 from ragloom.retrieve.base import ModeOptions, SearchRequest, define, to_scored, unit
+from ragloom.retrieve.sentences import SENTENCE_COLUMNS, Sentences, sentence_index, sentences_from_columns
 from ragloom.store.filters import sql_str
-from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.types import ScoredChunk
-
-
-@dataclass(frozen=True, slots=True)
-class Sentences:
-    """Sentences of one document in order: positions, offsets, sections and unit vectors.
-
-    They may be only windows of the document (around the hits); ``positions`` tells where the
-    gaps are, and a gap is a boundary like the document's own ends.
-    """
-
-    document_id: str
-    positions: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    sections: np.ndarray
-    vectors: np.ndarray  # (n, dim), L2-normalised
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    def next_to(self, i: int, j: int) -> bool:
-        return 0 <= j < len(self) and abs(int(self.positions[j]) - int(self.positions[i])) == 1
-
-    def compact(self) -> Sentences:
-        """The same sentences with half-precision vectors, to keep in memory (a million
-        sentences in 0.8 GB instead of 1.5)."""
-        return replace(self, vectors=self.vectors.astype(np.float16))
-
-    def exact(self) -> Sentences:
-        """Single-precision vectors again, for the arithmetic of growing spans."""
-        return self if self.vectors.dtype == np.float32 else replace(self, vectors=self.vectors.astype(np.float32))
-
-    def adjacent(self) -> np.ndarray:
-        """Cosine similarity of each sentence with the next one (where they are neighbours)."""
-        if len(self) < 2:
-            return np.zeros(0)
-        sims = np.sum(self.vectors[:-1] * self.vectors[1:], axis=1)
-        result: np.ndarray = sims[np.diff(self.positions) == 1]
-        return result
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,45 +114,6 @@ def expand(seeds: Sequence[tuple[str, int, float]], documents: Mapping[str, Sent
 # -- the retrieval modes ----------------------------------------------------------------------------
 
 
-#: Columns of the sentence index that expansion reads.
-_SENTENCE_COLUMNS = ["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"]
-
-
-def _sentences(doc: str, columns: Sequence[np.ndarray], vectors: np.ndarray) -> Sentences:
-    """A document's sentences from its (positions, starts, ends, sections) columns and vectors."""
-    positions, starts, ends, sections = columns
-    order = np.argsort(positions, kind="stable")
-    return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
-                     normalize_rows(np.asarray(vectors, dtype=np.float32)[order]))
-
-
-def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
-    """Every current sentence of ``tenant``, as per-document arrays with unit vectors.
-
-    Read from the sentences table in one Arrow scan and kept by the store until its next
-    write, so that growing windows costs array lookups, not a filtered table read per query
-    (over 100k sentences those reads took 65-140 ms; see docs/benchmarks.md).
-    """
-    def load() -> dict[str, Sentences]:
-        table = store.current_columns(tenant, _SENTENCE_COLUMNS, table="sentences")
-        if table is None or table.num_rows == 0:
-            return {}
-        docs = np.asarray(table["document_id"].to_pylist(), dtype=object)
-        vectors = vector_matrix(table)
-        arrays = [table[c].to_numpy() for c in ("chunk_index", "start_char", "end_char", "section_index")]
-        order = np.argsort(docs, kind="stable")
-        docs = docs[order]
-        cuts = np.flatnonzero(docs[1:] != docs[:-1]) + 1
-        index = {}
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True):
-            rows = order[lo:hi]
-            index[docs[lo]] = _sentences(docs[lo], [a[rows] for a in arrays], vectors[rows]).compact()
-        return index
-
-    index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
-    return index
-
-
 def load_sentences(req: SearchRequest, hits: Sequence[Mapping[str, Any]], rule: Expansion) -> dict[str, Sentences]:
     """The sentences each expansion may need. Current queries take whole documents from the
     in-memory :func:`sentence_index`; an as-of query reads a window around every hit (whole
@@ -213,11 +134,11 @@ def load_sentences(req: SearchRequest, hits: Sequence[Mapping[str, Any]], rule: 
             ranges = " OR ".join(f"(chunk_index BETWEEN {p - reach} AND {p + reach})" for p in positions)
             clauses.append(f"(document_id = {sql_str(doc)} AND ({ranges}))")
     rows = req.store.chunks(req.tenant, table="sentences", as_of=req.as_of, with_vectors=True,
-                            columns=_SENTENCE_COLUMNS, where=["(" + " OR ".join(clauses) + ")"])
+                            columns=SENTENCE_COLUMNS, where=["(" + " OR ".join(clauses) + ")"])
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         grouped.setdefault(r["document_id"], []).append(r)
-    return {doc: _sentences(doc, [np.array([r[c] for r in rs]) for c in _SENTENCE_COLUMNS[1:5]],
+    return {doc: sentences_from_columns(doc, [np.array([r[c] for r in rs]) for c in SENTENCE_COLUMNS[1:5]],
                             np.stack([r["vector"] for r in rs]))
             for doc, rs in grouped.items()}
 

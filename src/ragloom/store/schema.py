@@ -31,7 +31,7 @@ import pyarrow as pa
 from ragloom.enrich.entities import EntityMention
 from ragloom.enrich.prefix import content_hash
 from ragloom.enrich.quality import ChunkQuality
-from ragloom.graph.build import Edge, GraphNode
+from ragloom.graph.model import Edge, GraphNode
 from ragloom.parse.timeref import UNRESOLVED
 from ragloom.types import SECTION_SEPARATOR, Chunk, Document, ScoredChunk
 from ragloom.versions import CREATE, DELETE, UPDATE

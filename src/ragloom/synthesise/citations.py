@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ragloom.parse.code import mask_code
 from ragloom.parse.sentences import sentence_spans
 from ragloom.synthesise.sources import Quote, Source, one_line
 
@@ -35,7 +36,6 @@ MIN_SENTENCE_WORDS = 4
 _NUMBER_ITEM = r"\d+(?:\s*[-–—]\s*\d+)?"
 CITATION = re.compile(r"\[\s*(" + _NUMBER_ITEM + r"(?:\s*[,;]\s*" + _NUMBER_ITEM + r")*)\s*\](?!\()")
 _ITEM = re.compile(r"(\d+)(?:\s*[-–—]\s*(\d+))?")
-_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 _QUOTED = re.compile(
     r"(?:“(?P<curly>[^“”]{2,2000}?)”|\"(?P<straight>[^\"\n]{2,2000}?)\")"
     r"[\s,.;:!?)]{0,3}(?P<cites>(?:\[[^\]\n]{1,60}\](?!\()\s?)+)")
@@ -78,14 +78,9 @@ _NOTE_LINE = re.compile(r"^[ \t>]*(?:[-*+] |\d+\. )?(?:\*(?!\*)[^\n]*[^*\s]\*|_(
                         re.MULTILINE)
 
 
-def _mask_code(text: str) -> str:
-    """``text`` with code replaced by spaces: offsets stay, citations inside code vanish."""
-    return _CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
-
-
 def find_citations(text: str) -> list[tuple[int, int, list[int]]]:
     """``(start, end, numbers)`` of every citation in ``text``, in order."""
-    return [(m.start(), m.end(), parse_numbers(m.group(1))) for m in CITATION.finditer(_mask_code(text))]
+    return [(m.start(), m.end(), parse_numbers(m.group(1))) for m in CITATION.finditer(mask_code(text))]
 
 
 def cited_numbers(text: str) -> list[int]:
@@ -194,7 +189,7 @@ def claim_sentences(text: str) -> list[tuple[str, list[int]]]:
     """
     # A line in italics is a note of the code's (a label, a contradiction's difference), not
     # a claim, however many sentences it holds.
-    masked = _NOTE_LINE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), _mask_code(text))
+    masked = _NOTE_LINE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), mask_code(text))
     cites = find_citations(text)
     pieces: list[tuple[str, list[int]]] = []
     for start, end in sentence_spans(masked):
@@ -226,7 +221,7 @@ def check_citations(text: str, sources: Sequence[Source], *, require_citations: 
 def quoted_spans(text: str) -> list[tuple[str, list[int]]]:
     """``(quoted text, cited numbers)`` for every quotation followed by a citation."""
     out = []
-    for m in _QUOTED.finditer(_mask_code(text)):
+    for m in _QUOTED.finditer(mask_code(text)):
         group = "curly" if m.group("curly") is not None else "straight"
         quote = text[m.start(group) : m.end(group)]
         if "\n\n" in quote:

@@ -11,6 +11,7 @@ import streamlit as st
 from ragloom.engine import Engine
 from ragloom.errors import RagloomError
 from ragloom.ids import short_id
+from ragloom.query import Query
 from ragloom.retrieve import mode_names
 from ragloom.synthesise.sources import Source
 from ragloom.types import ScoredChunk
@@ -102,9 +103,10 @@ if asked:
 
         try:
             with st.spinner("Retrieving and writing…"):
-                fresh = eng.ask(question.strip(), mode=mode, lenses=lenses or None,
-                                 as_of=end_of_day(as_of_day) if as_of_day else None, budget=int(budget),
-                                 k=int(k) if k else None, on_text=on_text)
+                request = Query(question.strip(), mode=mode, lenses=lenses or None,
+                                as_of=end_of_day(as_of_day) if as_of_day else None, budget=int(budget),
+                                k=int(k) if k else None)
+                fresh = eng.ask(request, on_text=on_text)
             box.empty()
             st.session_state["ask-result"] = {"result": fresh, "as_of": as_of_day, "mode": mode}
         except RagloomError as exc:

@@ -15,7 +15,8 @@ from typing import Any
 import streamlit as st
 
 from ragloom.chunk import chunker_names
-from ragloom.config import CONFIG_FILENAME, PROVIDER_DEFAULTS, save_settings
+from ragloom.config import CONFIG_FILENAME, PROVIDER_DEFAULTS
+from ragloom.configfile import save_settings
 from ragloom.errors import RagloomError
 from ragloom.httpguard import is_loopback
 from ragloom.synthesise.writers import WRITERS

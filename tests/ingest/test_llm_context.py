@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ragloom.config import Settings, index_signature
+from ragloom.config import Settings
 from ragloom.embed import HashingEmbedder
 from ragloom.engine import Engine
-from ragloom.enrich.llm_context import (
+from ragloom.errors import ConfigError, LLMError
+from ragloom.ingest.llm_context import (
     MAX_CONTEXT_CHARS,
     STAGE,
     ChunkContextWriter,
@@ -24,8 +25,8 @@ from ragloom.enrich.llm_context import (
     clean,
     document_view,
 )
-from ragloom.errors import ConfigError, LLMError
 from ragloom.types import Chunk, Document
+from ragloom.workspace import index_signature
 
 from ..conftest import Tally, fast_settings
 from ..synthesise.fake_llm import FakeLLMServer, Reply, text_reply

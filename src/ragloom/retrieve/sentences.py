@@ -1,0 +1,115 @@
+"""The sentence index: every current sentence of a tenant as per-document arrays with unit
+vectors, read once per commit and shared by the modes that score or grow sentences (the
+sentence lift of vector, hybrid, balanced and graph; the window modes) and by the answer writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from ragloom.embed.base import normalize_rows
+from ragloom.retrieve.base import SearchRequest
+from ragloom.store.lance import LanceStore, vector_matrix
+from ragloom.store.plan import SENTENCES
+
+
+@dataclass(frozen=True, slots=True)
+class Sentences:
+    """Sentences of one document in order: positions, offsets, sections and unit vectors.
+
+    They may be only windows of the document (around the hits); ``positions`` tells where the
+    gaps are, and a gap is a boundary like the document's own ends.
+    """
+
+    document_id: str
+    positions: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    sections: np.ndarray
+    vectors: np.ndarray  # (n, dim), L2-normalised
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def next_to(self, i: int, j: int) -> bool:
+        return 0 <= j < len(self) and abs(int(self.positions[j]) - int(self.positions[i])) == 1
+
+    def compact(self) -> Sentences:
+        """The same sentences with half-precision vectors, to keep in memory (a million
+        sentences in 0.8 GB instead of 1.5)."""
+        return replace(self, vectors=self.vectors.astype(np.float16))
+
+    def exact(self) -> Sentences:
+        """Single-precision vectors again, for the arithmetic of growing spans."""
+        return self if self.vectors.dtype == np.float32 else replace(self, vectors=self.vectors.astype(np.float32))
+
+    def adjacent(self) -> np.ndarray:
+        """Cosine similarity of each sentence with the next one (where they are neighbours)."""
+        if len(self) < 2:
+            return np.zeros(0)
+        sims = np.sum(self.vectors[:-1] * self.vectors[1:], axis=1)
+        result: np.ndarray = sims[np.diff(self.positions) == 1]
+        return result
+
+
+
+#: Columns of the sentence index that expansion reads.
+SENTENCE_COLUMNS = ["document_id", "chunk_index", "start_char", "end_char", "section_index", "vector"]
+
+
+def sentences_from_columns(doc: str, columns: Sequence[np.ndarray], vectors: np.ndarray) -> Sentences:
+    """A document's sentences from its (positions, starts, ends, sections) columns and vectors."""
+    positions, starts, ends, sections = columns
+    order = np.argsort(positions, kind="stable")
+    return Sentences(doc, positions[order], starts[order], ends[order], sections[order],
+                     normalize_rows(np.asarray(vectors, dtype=np.float32)[order]))
+
+
+def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
+    """Every current sentence of ``tenant``, as per-document arrays with unit vectors.
+
+    Read from the sentences table in one Arrow scan and kept by the store until its next
+    write, so that growing windows costs array lookups, not a filtered table read per query
+    (over 100k sentences those reads took 65-140 ms; see docs/benchmarks.md).
+    """
+    def load() -> dict[str, Sentences]:
+        table = store.current_columns(tenant, SENTENCE_COLUMNS, table="sentences")
+        if table is None or table.num_rows == 0:
+            return {}
+        docs = np.asarray(table["document_id"].to_pylist(), dtype=object)
+        vectors = vector_matrix(table)
+        arrays = [table[c].to_numpy() for c in ("chunk_index", "start_char", "end_char", "section_index")]
+        order = np.argsort(docs, kind="stable")
+        docs = docs[order]
+        cuts = np.flatnonzero(docs[1:] != docs[:-1]) + 1
+        index = {}
+        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True):
+            rows = order[lo:hi]
+            index[docs[lo]] = sentences_from_columns(docs[lo], [a[rows] for a in arrays], vectors[rows]).compact()
+        return index
+
+    index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
+    return index
+
+
+def sentence_arrays(req: SearchRequest, documents: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(starts, ends, unit vectors) of the sentences of ``documents``, sorted by start: from the
+    in-memory sentence index for a current query, read at ``as_of`` otherwise."""
+    if req.as_of is None:
+        index = sentence_index(req.store, req.tenant)
+        return {d: (index[d].starts, index[d].ends, index[d].vectors) for d in documents if d in index}
+    found = req.store.chunks(req.tenant, table=SENTENCES, as_of=req.as_of, document_ids=documents,
+                             columns=["document_id", "start_char", "end_char", "vector"])
+    by_doc: dict[str, list[Mapping[str, Any]]] = {}
+    for r in found:
+        by_doc.setdefault(r["document_id"], []).append(r)
+    out = {}
+    for doc, rs in by_doc.items():
+        rs.sort(key=lambda r: r["start_char"])
+        out[doc] = (np.array([r["start_char"] for r in rs]), np.array([r["end_char"] for r in rs]),
+                    normalize_rows(np.stack([np.asarray(r["vector"], dtype=np.float32) for r in rs])))
+    return out
