@@ -112,8 +112,13 @@ def test_launch_command_serves_the_app_headless_without_telemetry() -> None:
     assert command[:5] == [sys.executable, "-m", "streamlit", "run", str(APP)]
     flags = dict(zip(command[5::2], command[6::2], strict=True))
     assert flags == {"--server.port": "8600", "--server.address": "127.0.0.1", "--server.headless": "true",
-                     "--browser.gatherUsageStats": "false", "--server.fileWatcherType": "none"}
+                     "--browser.gatherUsageStats": "false", "--server.fileWatcherType": "none",
+                     "--server.maxUploadSize": "50"}  # ingest.max_file_mb's default, not Streamlit's 200 MB
     assert APP.is_file()
+    # A limit below a whole MB still lets a file through the uploader (ingest refuses it with a line).
+    for mb, flag in ((0.2, "1"), (7.5, "8"), (300.0, "300")):
+        command = streamlit_command(port=8600, host="127.0.0.1", max_upload_mb=mb)
+        assert command[command.index("--server.maxUploadSize") + 1] == flag
 
 
 def test_launch_refuses_a_missing_config_file(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ The app itself (``app.py`` and ``pages/``) imports Streamlit; this module does n
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import subprocess
@@ -25,8 +26,10 @@ APP = Path(__file__).with_name("app.py")
 STOP_TIMEOUT = 10.0
 
 
-def streamlit_command(*, port: int, host: str) -> list[str]:
-    """The command line that serves the app (the current interpreter's Streamlit)."""
+def streamlit_command(*, port: int, host: str, max_upload_mb: float = 50.0) -> list[str]:
+    """The command line that serves the app (the current interpreter's Streamlit). The uploader
+    takes files up to ``max_upload_mb`` (``ingest.max_file_mb``: what ingest reads at most),
+    not Streamlit's own 200 MB, so that a person is told at once, not after the upload."""
     return [
         sys.executable, "-m", "streamlit", "run", str(APP),
         "--server.port", str(port),
@@ -34,6 +37,7 @@ def streamlit_command(*, port: int, host: str) -> list[str]:
         "--server.headless", "true",
         "--browser.gatherUsageStats", "false",
         "--server.fileWatcherType", "none",
+        "--server.maxUploadSize", str(max(1, math.ceil(max_upload_mb))),  # whole MB
     ]
 
 
@@ -84,7 +88,10 @@ def launch(workspace: str | Path | None = None, *, config: str | Path | None = N
         print(exposure_warning(host, port, path), file=sys.stderr, flush=True)
     shown = "localhost" if host in ("0.0.0.0", "::", "") else host
     print(f"ragloom ui: http://{shown}:{port}  (workspace {path}; Ctrl-C to stop)", flush=True)
-    process = subprocess.Popen(streamlit_command(port=port, host=host), env=env)
+    from ragloom.config import Settings
+
+    limit = Settings.load(path, config_file=env.get("RAGLOOM_CONFIG")).ingest.max_file_mb
+    process = subprocess.Popen(streamlit_command(port=port, host=host, max_upload_mb=limit), env=env)
     previous = _forward_sigterm(process)
     try:
         return process.wait()
