@@ -30,6 +30,7 @@ BENCHMARKS = [
     ("lens_balance", ["bench/lens_balance.py", "--top", "24", "48"], False),
     ("optimizer_quality", ["bench/optimizer_quality.py", "--candidates", "20", "--budget", "4000"], False),
     ("contextual_tuning", ["bench/contextual_tuning.py"], False),
+    ("cli_latency", ["bench/cli_latency.py"], False),
     *((f"eval {suite}", ["-m", "ragloom.cli", "eval", suite, "--out", "docs/eval",
                          *(["--option", "split=tune,report,all"] if suite == "contextual" else [])], False)
       for suite in ("chunking", "contextual", "multihop", "ab", "windows")),

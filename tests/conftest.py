@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,11 @@ if TYPE_CHECKING:
 ROOT = Path(__file__).resolve().parents[1]
 MATERIALS = ROOT / "examples" / "materials"
 SHARED = Path(os.environ.get("RAGLOOM_SHARED_DATA", ROOT.parent / "shared" / "data"))
+
+# A running `ragloom serve` or `chat` answers the command line over a socket in this folder
+# (ragloom.attach): the tests get their own, so that they neither find a developer's server nor
+# leave sockets behind.
+os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="rl-run-")
 
 settings.register_profile("ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -18,7 +18,7 @@ ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
 
 #: Lowest first. A name is a package or module under ``ragloom``; the longest match decides.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("foundation", ("errors", "types", "ids", "tokens", "checks", "plugins", "versions", "access", "httpguard",
+    ("foundation", ("errors", "exports", "types", "ids", "tokens", "checks", "plugins", "versions", "access", "httpguard",
                     "demo", "parse", "graph.model")),
     ("settings", ("config", "configfile")),
     ("text", ("load", "chunk", "embed", "context")),
@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("wiring", ("components",)),
     ("services", ("query", "ingest", "insights", "writing")),
     ("facade", ("engine",)),
-    ("surfaces", ("", "cli", "server", "mcpserver", "ui", "integrations", "evaluate")),
+    ("surfaces", ("", "attach", "cli", "server", "mcpserver", "ui", "integrations", "evaluate")),
 ]
 
 

@@ -75,13 +75,21 @@ class Components:
         #: Set while ``reindex`` runs: an outdated workspace may be opened to be rebuilt.
         self.reindexing = False
         self.prefix = PrefixBuilder(settings.prefix)
-        self.chunker: Chunker = chunker_from_settings(settings.chunking)
-        # The sentence index keeps a heading line as an entry of its own: joined to the first
-        # sentence it moved multi-hop window both@5 from 52 to 48 (issue 26); chunks join it.
-        self.sentencer = SentenceChunker(settings.chunking.max_sentence_chars, tokenizer=settings.chunking.tokenizer,
-                                         join_bare=False)
         self.doc_rules = tuple(DocTypeRule(r.type, r.filename, r.content, r.lens) for r in settings.doc_types.rules)
         self._extractor: EntityExtractor | None = None
+
+    @cached_property
+    def chunker(self) -> Chunker:
+        """The configured chunker; built on first use, since loading its tokenizer costs half a
+        second that a query does not need."""
+        return chunker_from_settings(self.settings.chunking)
+
+    @cached_property
+    def sentencer(self) -> SentenceChunker:
+        """The sentence index's splitter. It keeps a heading line as an entry of its own: joined
+        to the first sentence it moved multi-hop window both@5 from 52 to 48 (issue 26); chunks join it."""
+        return SentenceChunker(self.settings.chunking.max_sentence_chars, tokenizer=self.settings.chunking.tokenizer,
+                               join_bare=False)
 
     @property
     def embedder(self) -> Embedder:

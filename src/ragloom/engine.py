@@ -16,7 +16,7 @@ import warnings as _warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.analyse.decisions import Decision
@@ -29,7 +29,6 @@ from ragloom.enrich.backrefs import BackReference
 from ragloom.enrich.entities import EntityExtractor, EntityMention
 from ragloom.errors import InvalidParameterError, WorkspaceMismatchWarning, caller_level
 from ragloom.graph.maintain import GraphMaintainer
-from ragloom.graph.view import ContextGraph
 from ragloom.ingest import IngestPipeline, IngestReport, Progress
 from ragloom.insights import Insights
 from ragloom.load import document_id
@@ -39,6 +38,9 @@ from ragloom.synthesise import Report, Writer
 from ragloom.types import Chunk, Document, ScoredChunk, Section
 from ragloom.workspace import Workspace
 from ragloom.writing import DEFAULT_TITLE, AskResult, Writing
+
+if TYPE_CHECKING:
+    from ragloom.graph.view import ContextGraph  # networkx, loaded by the queries that walk the graph
 
 __all__ = ["Engine", "IngestReport", "Progress", "QueryResult", "parse_time"]
 

@@ -739,6 +739,7 @@ def serve(workspace: str | Path | None = None, *, config: str | Path | None = No
         raise ConfigError(f"--port ({port}) must be between 0 and 65535 (0: any free port)")
     import uvicorn
 
+    from ragloom.attach import Listener
     from ragloom.engine import Engine
     from ragloom.httpguard import display_host
 
@@ -748,11 +749,13 @@ def serve(workspace: str | Path | None = None, *, config: str | Path | None = No
         say(line)
     server = uvicorn.Server(uvicorn.Config(create_app(engine, host=host), log_level=log_level,
                                            timeout_graceful_shutdown=10))
-    with listening(host, port) as sock:
+    with listening(host, port) as sock, Listener(engine, "ragloom serve") as local:
         bound = sock.getsockname()[1]
         shown = display_host(host)
         say(f"ragloom serve: http://{shown}:{bound}  (workspace {engine.workspace.path}; "
             f"API docs at http://{shown}:{bound}/docs; Ctrl-C to stop)")
+        if local.listening:
+            say("ragloom serve: 'ragloom query' and 'ragloom ask' on this workspace, by this user, are answered here")
         try:
             server.run(sockets=[sock])
         except KeyboardInterrupt:  # uvicorn shut down gracefully, then raised the Ctrl-C again

@@ -27,11 +27,12 @@ import threading
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Protocol, runtime_checkable
-
-import numpy as np
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from ragloom.errors import ConfigError, MissingExtraError, UnknownNameError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _BPE_ENCODINGS = {
     # name: (url tiktoken downloads from, sha256 tiktoken expects of it)
@@ -75,6 +76,8 @@ def _utf8_char_ends(text: str, byte_ends: np.ndarray) -> np.ndarray:
     """Map byte offsets (ends) in the UTF-8 encoding of ``text`` to character offsets."""
     if text.isascii():
         return byte_ends
+    import numpy as np  # not at the top: the settings import this module, and a CLI question needs no numpy
+
     raw = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     # Number of characters that start before each byte offset: for an offset inside a
     # character this counts that character, which rounds the offset up to its end.
@@ -147,6 +150,8 @@ class BpeTokenizer:
         return self._backend.count_till_limit(text, limit) if text else 0
 
     def token_ends(self, text: str) -> np.ndarray:
+        import numpy as np
+
         if not text:
             return np.zeros(0, dtype=np.int64)
         ids = np.asarray(self._backend.encode(text), dtype=np.int64)
@@ -156,6 +161,8 @@ class BpeTokenizer:
 
 @lru_cache(maxsize=4)
 def _token_byte_lengths(name: str) -> np.ndarray:
+    import numpy as np
+
     lengths: dict[int, int] = {}
     for line in _rank_file(name).splitlines():
         if line:
@@ -197,6 +204,8 @@ class HuggingFaceTokenizer:
         return n if n <= limit else None
 
     def token_ends(self, text: str) -> np.ndarray:
+        import numpy as np
+
         if not text:
             return np.zeros(0, dtype=np.int64)
         offsets = self._tok.encode(text, add_special_tokens=False).offsets
@@ -215,6 +224,8 @@ class CharTokenizer:
         return len(text) if len(text) <= limit else None
 
     def token_ends(self, text: str) -> np.ndarray:
+        import numpy as np
+
         return np.arange(1, len(text) + 1, dtype=np.int64)
 
 

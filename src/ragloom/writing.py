@@ -36,7 +36,6 @@ import numpy as np
 
 from ragloom.analyse.contradictions import Contradiction
 from ragloom.errors import ConfigError, InvalidParameterError
-from ragloom.graph.themes import Theme, find_themes
 from ragloom.query.request import Query
 from ragloom.retrieve.base import unit
 from ragloom.retrieve.sentences import sentence_index
@@ -47,6 +46,7 @@ from ragloom.types import ScoredChunk
 
 if TYPE_CHECKING:
     from ragloom.components import Components
+    from ragloom.graph.themes import Theme
     from ragloom.graph.view import ContextGraph
     from ragloom.insights import Insights
     from ragloom.query import QueryResult, QueryService
@@ -267,6 +267,8 @@ class Writing:
         for: a theme spans the whole workspace)."""
         if self.graph is None or not self.c.settings.graph.enabled or lenses:
             return []
+        from ragloom.graph.themes import find_themes  # networkx: only a report needs it
+
         return find_themes(self.graph(tenant), limit=MAX_THEMES)
 
     def _retrieve(self, query: str, *, tenant: str, lenses: Sequence[str] | None,

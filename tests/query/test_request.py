@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -66,3 +68,31 @@ def test_the_http_bodies_carry_the_requests_fields() -> None:
     # An answer always optimises its context, organised by the writer's needs.
     assert set(body.ask.model_fields) == {"question", *Query.FIELDS, "options", "model", "strongest"} - {
         "organize", "optimize"}
+
+
+@given(st.dictionaries(st.sampled_from(Query.FIELDS), st.just(None)).map(
+    lambda d: {name: field_values[name] for name in d}), st.dictionaries(option_names, values, max_size=4),
+    st.text(max_size=30))
+def test_a_request_crosses_json_unchanged(fields: dict[str, Any], options: dict[str, Any], text: str) -> None:
+    # What a running server receives from the command line (ragloom.attach) is the request itself.
+    query = Query.build(text, **fields, options=options)
+    assert Query.from_dict(json.loads(json.dumps(query.to_dict()))) == query
+
+
+def test_a_request_with_times_as_values_crosses_as_iso_text() -> None:
+    query = Query.build("q", as_of=datetime(2026, 1, 2, 3, 4, tzinfo=UTC), dated_from=date(2025, 1, 1),
+                        lenses=("a",))
+    data = json.loads(json.dumps(query.to_dict()))
+    assert (data["as_of"], data["dated_from"], data["lenses"]) == ("2026-01-02T03:04:00+00:00", "2025-01-01", ["a"])
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"k": 3}, "must be an object with a text"),
+    ("what ships?", "must be an object with a text"),
+    ({"text": "q", "question": "q"}, "has no field 'question'"),
+    ({"text": "q", "options": [1]}, "options must be an object"),
+    ({"text": "q", "options": {"k": 3}}, "'k' is a parameter of the request itself"),
+])
+def test_a_request_that_is_not_one_is_refused_by_name(data: Any, message: str) -> None:  # noqa: ANN401
+    with pytest.raises(InvalidParameterError, match=message):
+        Query.from_dict(data)

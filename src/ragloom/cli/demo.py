@@ -57,7 +57,7 @@ def demo(
                               f"{report.updated} updated, {report.unchanged} unchanged")
         for question in DEMO_QUERIES:
             console.print()
-            print_results(engine.query(question, k=k))
+            print_results(engine.query(question, k=k).to_dict())
         console.print()
         console.print("[bold]The synthesis report[/] (ragloom generate):")
         write_report(engine, engine.writing.writer(), show=True, stream=False)

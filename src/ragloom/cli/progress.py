@@ -23,7 +23,7 @@ from rich.progress import (
 from rich.text import Text
 
 from ragloom.cli.common import err
-from ragloom.ingest.llm_context import STAGE as CONTEXT_STAGE
+from ragloom.ingest.report import CONTEXT_STAGE
 from ragloom.ingest.report import Progress as EngineProgress
 
 

@@ -13,11 +13,11 @@ from ragloom.embed.base import normalize_rows
 from ragloom.graph.build import build_edges, term_counts, update_edges
 from ragloom.graph.entities import changed_holders, with_entities
 from ragloom.graph.model import GraphNode
-from ragloom.graph.view import ContextGraph
 from ragloom.store.schema import GRAPH_NODE_COLUMNS, GRAPH_VIEW_COLUMNS, edge_rows, edges_from_rows, graph_node
 
 if TYPE_CHECKING:
     from ragloom.config import GraphSettings, Settings
+    from ragloom.graph.view import ContextGraph
     from ragloom.store.lance import LanceStore
 
 
@@ -113,6 +113,8 @@ class GraphMaintainer:
         store = self.c.store
 
         def load() -> ContextGraph:
+            from ragloom.graph.view import ContextGraph  # networkx: only for the queries that walk the graph
+
             rows = store.chunks(tenant, columns=[*GRAPH_VIEW_COLUMNS, "title"])
             return ContextGraph.from_rows(rows, edges_from_rows(store.edges(tenant)), self.c.settings.graph)
 

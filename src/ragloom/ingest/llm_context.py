@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from ragloom.config import PROVIDER_DEFAULTS, Settings
 from ragloom.enrich.prefix import content_hash
 from ragloom.errors import ConfigError, LLMError
+from ragloom.ingest.report import CONTEXT_STAGE as STAGE
 from ragloom.types import Chunk, Document
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 PROMPT = "chunk_context"
 SYSTEM = ("You write short, factual context that situates one chunk of a document within the whole document, "
           "for a search index. You answer with the context alone.")
-#: The progress stage that counts the contexts written.
-STAGE = "Writing context"
 #: A context longer than this (a model that ignored the prompt) is cut at a word.
 MAX_CONTEXT_CHARS = 1_000
 CACHE_FILE = "chunk_context.sqlite"

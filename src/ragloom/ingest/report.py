@@ -7,6 +7,9 @@ from typing import Any
 
 from ragloom.types import count_of
 
+#: The progress stage that counts the chunk contexts a language model writes ([prefix] llm_context).
+CONTEXT_STAGE = "Writing context"
+
 
 class Progress:
     """Receives progress from long operations; the CLI draws bars, the default ignores it."""

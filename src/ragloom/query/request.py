@@ -82,6 +82,31 @@ class Query:
                                         "give it once")
         return dataclasses.replace(base, **fields, options={**base.options, **given, **extra})
 
+    def to_dict(self) -> dict[str, Any]:
+        """The request as JSON carries it: times and dates as ISO 8601 text, lenses a list."""
+        def plain(value: Any) -> Any:  # noqa: ANN401 - a field's value
+            if isinstance(value, date):  # a datetime is a date too
+                return value.isoformat()
+            return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
+
+        return {"text": self.text, **{name: plain(getattr(self, name)) for name in self.FIELDS},
+                "options": dict(self.options)}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Query:  # noqa: ANN401 - decoded JSON
+        """The request :meth:`to_dict` wrote (an unknown key is an error, as in :meth:`build`)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("text"), str):
+            raise InvalidParameterError(f"a query must be an object with a text, not {shown(data)}")
+        given = {name: value for name, value in data.items() if name not in ("text", "options")}
+        unknown = sorted(set(given) - set(cls.FIELDS))
+        if unknown:
+            raise InvalidParameterError(f"a query has no field {shown(unknown[0])}; its fields are "
+                                        f"{', '.join(cls.FIELDS)}, and mode options go under options")
+        options = data.get("options") or {}
+        if not isinstance(options, Mapping):
+            raise InvalidParameterError(f"a query's options must be an object of name: value, not {shown(options)}")
+        return cls.build(data["text"], options=options, **given)
+
 
 #: The command line's flag for a field, where it is not ``--`` and the field's name.
 _CLI_FLAGS = {"k": "-k", "lenses": "--lens", "optimize": "--show-context", "text": "its first argument",

@@ -164,7 +164,8 @@ class Citations:
     def to_dict(self) -> dict[str, Any]:
         return {"valid": list(self.valid), "invalid": list(self.invalid),
                 "uncited_sentences": list(self.uncited_sentences), "bad_quotes": [dict(q) for q in self.bad_quotes],
-                "cited_sentences": self.cited_sentences, "require_citations": self.require_citations, "ok": self.ok}
+                "cited_sentences": self.cited_sentences, "require_citations": self.require_citations, "ok": self.ok,
+                "summary": self.summary()}
 
 
 def _is_claim(body: str) -> bool:
