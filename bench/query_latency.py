@@ -138,13 +138,13 @@ def measure(engine: Engine, queries: list[str], label: str) -> dict[str, dict[st
 
 
 def recall(engine: Engine, vectors: list[np.ndarray], table: str) -> float:
+    """recall@10 of the search the queries make (``LanceStore.vector_search``: through the ANN
+    index with the settings' probes and refinement, filtering the nearest 2k) against a flat
+    search of the same table, filtered first."""
     handle = engine.store._table(table)
     found = []
     for v in vectors:
-        query = handle.search(v, vector_column_name="vector").distance_type("cosine").where(
-            "tenant_id = 'default' AND superseded_at IS NULL", prefilter=True).select(["chunk_id", "_distance"])
-        ann = {r["chunk_id"] for r in query.nprobes(engine.store.ann.nprobes).refine_factor(
-            engine.store.ann.refine_factor).limit(10).to_list()}
+        ann = {r["chunk_id"] for r in engine.store.vector_search("default", v, 10, table=table, columns=["chunk_id"])}
         exact = {r["chunk_id"] for r in handle.search(v, vector_column_name="vector").distance_type("cosine").where(
             "tenant_id = 'default' AND superseded_at IS NULL", prefilter=True).bypass_vector_index()
             .select(["chunk_id", "_distance"]).limit(10).to_list()}
@@ -159,6 +159,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--workspace", type=Path, default=None)
     parser.add_argument("--exact-queries", type=int, default=20, help="queries timed without the ANN indexes")
+    parser.add_argument("--query-seed", type=int, default=None,
+                        help="draw the queries' noise from this seed (a kept workspace: queries nobody tuned on)")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     with tempfile.TemporaryDirectory() as tmp:
@@ -185,6 +187,8 @@ def main() -> None:
         print(f"workspace: {stats['chunks']} chunks, {len(engine.store.chunks('default', table='sentences', columns=['chunk_id']))}"
               f" sentences in {built:.0f} s", flush=True)
         queries = []
+        if args.query_seed is not None:
+            rng = np.random.default_rng(args.query_seed)
         for text, vector in samples:
             embedder.known[text] = normalize_rows((vector + noise(rng, 0.35))[None, :])[0]
             queries.append(text)

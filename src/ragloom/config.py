@@ -134,8 +134,9 @@ class RetrievalSettings(_Section):
     age_decay_per_year: float = Field(0.1, ge=0, le=1, description="age decay: score lost per year of age")
     age_decay_floor: float = Field(0.7, ge=0, le=1, description="age decay: the lowest factor")
     ann_min_rows: int = Field(50_000, ge=1, description="a chunk or sentence table this large gets an ANN index")
-    ann_index: Literal["IVF_HNSW_SQ", "IVF_PQ", "IVF_SQ", "IVF_FLAT"] = Field(
-        "IVF_HNSW_SQ", description="the kind of ANN index (LanceDB's names)")
+    ann_index: Literal["IVF_SQ", "IVF_HNSW_SQ", "IVF_PQ", "IVF_FLAT"] = Field(
+        "IVF_SQ", description="the kind of ANN index (LanceDB's names); a table indexed with another kind is "
+                              "indexed again at the next write")
     ann_nprobes: int = Field(24, ge=1, description="index partitions searched per query")
     ann_refine_factor: int = Field(4, ge=0, description="candidates re-ranked with exact vectors, times k (0: none)")
 

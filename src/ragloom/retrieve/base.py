@@ -12,6 +12,7 @@ Other packages add modes through the ``ragloom.modes`` entry point group.
 
 from __future__ import annotations
 
+import threading
 import time
 import types
 import typing
@@ -33,6 +34,8 @@ from ragloom.store.filters import DateRange
 from ragloom.store.lance import LanceStore
 from ragloom.store.schema import to_scored as to_scored
 from ragloom.types import AGE_FACTOR_KEY, ScoredChunk
+
+_TIMINGS_LOCK = threading.Lock()
 
 if TYPE_CHECKING:
     from ragloom.graph.view import ContextGraph
@@ -183,7 +186,8 @@ class SearchRequest:
         try:
             yield
         finally:
-            self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
+            with _TIMINGS_LOCK:  # sub-searches of one query run in several threads
+                self.timings[stage] = self.timings.get(stage, 0.0) + time.perf_counter() - started
 
     @property
     def limit(self) -> int:

@@ -8,7 +8,7 @@ from itertools import zip_longest
 from typing import ClassVar
 
 from ragloom.retrieve.base import SearchRequest, define
-from ragloom.retrieve.basic import HybridOptions, hybrid
+from ragloom.retrieve.basic import HybridOptions, beside, hybrid
 from ragloom.types import ScoredChunk
 
 
@@ -43,9 +43,12 @@ def balanced(req: SearchRequest) -> list[ScoredChunk]:
     silently skipped."""
     per_lens = req.options_as(BalancedOptions).chunks_per_lens
     _ = req.vector  # embed the query once for every lens
-    # One search per lens: their chunks are scored with their sentences, without a sentence
+    # One search per lens, all at once (LanceDB searches outside the GIL: 194 -> 166 ms at
+    # 100,000 chunks and six lenses, before the ANN index became IVF_SQ); their chunks are scored with their sentences, without a sentence
     # search of their own each (six more searches of a million sentences cost more than the rest).
-    ranked = [hybrid(req.narrowed(lenses=[lens], k=per_lens, sentence_hits=False)) for lens in lens_order(req)]
+    searches = [beside(req, hybrid, req.narrowed(lenses=[lens], k=per_lens, sentence_hits=False), pool="lens")
+                for lens in lens_order(req)]
+    ranked = [search() for search in searches]
     results = [r for row in zip_longest(*ranked) for r in row if r is not None]
     results = [replace(r, retriever="balanced") for r in results]
     return results[: req.k] if req.k is not None else results

@@ -8,7 +8,8 @@ alone misses what the words around it say. Scoring a chunk by both,
 
 with ``w = retrieval.sentence_weight`` (0.5), keeps the chunk as the unit that is retrieved and
 sent while letting its best sentence speak for it. The sentence vectors are the sentence index
-that ingest builds anyway (``[sentences]``), so this costs one more vector search per query.
+that ingest builds anyway (``[sentences]``), so this costs one more vector search per query,
+run beside the chunks' own.
 
 Measured with Chroma's protocol (``ragloom eval chunking``) on both shared corpora and on the
 documentation corpus, for ragloom's and LangChain's chunks alike: docs/benchmarks.md.
@@ -24,7 +25,6 @@ import numpy as np
 from ragloom.embed.base import normalize_rows
 from ragloom.retrieve.base import SearchRequest, unit
 from ragloom.retrieve.sentences import sentence_arrays
-from ragloom.store.filters import sql_str
 from ragloom.store.plan import SENTENCES
 from ragloom.store.schema import RESULT_COLUMNS
 
@@ -57,28 +57,34 @@ def lifted(chunk: np.ndarray, sentence: np.ndarray, weight: float) -> np.ndarray
     return np.where(sentence > -1.0, (1.0 - weight) * chunk + weight * sentence, chunk)
 
 
-def lift_rows(req: SearchRequest, rows: list[dict[str, Any]], k: int, *, weight: float,
-              with_vectors: bool) -> list[dict[str, Any]]:
-    """The chunk rows of a vector search (``_score``: their cosine) scored again with their best
-    sentences, with the chunks of the best sentences added, best first, ``k`` of them. Each row
-    keeps its own cosine as ``_chunk_score`` and its best sentence's as ``_sentence_score``."""
+def sentence_hit_rows(req: SearchRequest, *, with_vectors: bool) -> list[dict[str, Any]]:
+    """The chunks that hold the :data:`SENTENCE_HITS` best sentences (a search of the sentence
+    index), each with its own cosine as ``_score``: candidates a chunk's vector alone may rank
+    low. Independent of the chunk search, so the two run at once (:mod:`ragloom.retrieve.basic`)."""
     query = unit(req.vector)
     hits = req.store.vector_search(req.tenant, query, SENTENCE_HITS, lenses=req.lenses, as_of=req.as_of,
-                                   dated=req.dated, table=SENTENCES) if req.sentence_hits else []
+                                   dated=req.dated, table=SENTENCES, columns=["document_id", "start_char", "end_char"])
+    extra = req.store.chunks_holding(req.tenant, [(h["document_id"], h["start_char"], h["end_char"]) for h in hits],
+                                     columns=[*RESULT_COLUMNS, "vector"], lenses=req.lenses, as_of=req.as_of,
+                                     dated=req.dated)
+    if extra:
+        cosines = normalize_rows(np.stack([np.asarray(r["vector"], dtype=np.float32) for r in extra])) @ query
+        for r, c in zip(extra, cosines, strict=True):
+            r["_score"] = float(c)
+            if not with_vectors:
+                r.pop("vector", None)
+    return extra
+
+
+def lift_rows(req: SearchRequest, rows: list[dict[str, Any]], extra: list[dict[str, Any]], k: int, *,
+              weight: float) -> list[dict[str, Any]]:
+    """The chunk rows of a vector search (``_score``: their cosine), with the chunks of the best
+    sentences (``extra``, from :func:`sentence_hit_rows`) added, scored again with their best
+    sentences, best first, ``k`` of them. Each row keeps its own cosine as ``_chunk_score`` and
+    its best sentence's as ``_sentence_score``."""
+    query = unit(req.vector)
     known = {r["chunk_id"] for r in rows}
-    clauses = [f"(document_id = {sql_str(h['document_id'])} AND start_char <= {int(h['start_char'])} "
-               f"AND end_char >= {int(h['end_char'])})" for h in hits]
-    if clauses:
-        extra = req.store.chunks(req.tenant, lenses=req.lenses, as_of=req.as_of, dated=req.dated,
-                                 columns=[*RESULT_COLUMNS, "vector"], where=["(" + " OR ".join(clauses) + ")"])
-        extra = [r for r in extra if r["chunk_id"] not in known]
-        if extra:
-            cosines = normalize_rows(np.stack([np.asarray(r["vector"], dtype=np.float32) for r in extra])) @ query
-            for r, c in zip(extra, cosines, strict=True):
-                r["_score"] = float(c)
-                if not with_vectors:
-                    r.pop("vector", None)
-            rows = rows + extra
+    rows = rows + [r for r in extra if r["chunk_id"] not in known]
     if not rows:
         return rows
     sentences = sentence_arrays(req, {r["document_id"] for r in rows})

@@ -26,7 +26,10 @@ class AnnSettings:
     (``[retrieval] ann_*``)."""
 
     min_rows: int = 50_000
-    index: str = "IVF_HNSW_SQ"
+    #: IVF_SQ: at a million sentences IVF_HNSW_SQ found none of the ten nearest for 5 of 40
+    #: queries, at any probes or ``ef`` (recall@10 0.75-0.88), and took 10x longer to build;
+    #: IVF_SQ found all of them in 8-9 ms (docs/benchmarks.md, issue 31).
+    index: str = "IVF_SQ"
     nprobes: int = 24
     refine_factor: int = 4
 
@@ -59,19 +62,25 @@ def ensure_fts(table: Any, column: str) -> None:  # noqa: ANN401
 def ensure_ann(table: Any, ann: AnnSettings) -> bool:  # noqa: ANN401
     """An ANN index on the vectors once the table has ``ann.min_rows`` rows, and bitmap
     indexes on the columns every read filters by; True when one was built."""
-    if vector_index(table) is not None or int(table.count_rows()) < ann.min_rows:
+    present = vector_index(table)
+    if present is not None and same_kind(present.index_type, ann.index) or int(table.count_rows()) < ann.min_rows:
         return False
     rows = int(table.count_rows())
     dim = int(table.schema.field("vector").type.list_size)
     options: dict[str, Any] = {"num_partitions": max(1, int(math.sqrt(rows) / 2))}
     if ann.index == "IVF_PQ":
         options["num_sub_vectors"] = max(1, dim // 16)
-    table.create_index(metric="cosine", vector_column_name="vector", index_type=ann.index, **options)
+    table.create_index(metric="cosine", vector_column_name="vector", index_type=ann.index, replace=True, **options)
     present = {ix.columns[0] for ix in table.list_indices() if getattr(ix, "columns", None)}
     for column in ("tenant_id", "lens"):
         if column not in present:
             table.create_scalar_index(column, index_type="BITMAP")
     return True
+
+
+def same_kind(built: str, named: str) -> bool:
+    """Whether an index LanceDB lists as ``built`` ("IvfHnswSq") is of the kind ``named`` ("IVF_HNSW_SQ")."""
+    return built.replace("_", "").lower() == named.replace("_", "").lower()
 
 
 def vector_index(table: Any) -> Any:  # noqa: ANN401

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -124,6 +124,53 @@ class Reads(StoreCore):
         return self._select(self._table(table), scope(tenant, lenses=lenses, as_of=as_of, dated=dated, extra=extra),
                             cols)
 
+    def chunks_holding(self, tenant: str, spans: Iterable[tuple[str, int, int]], *, columns: Sequence[str],
+                       lenses: Iterable[str] | None = None, as_of: datetime | None = None,
+                       dated: DateRange | None = None) -> list[dict[str, Any]]:
+        """The chunks that hold any of ``spans`` (``(document_id, start, end)``: a chunk starts at
+        or before ``start`` and ends at or after ``end``), each once.
+
+        A current read without a date range finds them in a per-commit map of where each chunk
+        lies and takes them by row id: 2-3 ms at 100,000 chunks, where the filtered read it
+        replaces took 14-21 ms (the sentence lift makes one per vector search). At ``as_of``,
+        over a date range or inside a write transaction it is that filtered read."""
+        spans = list(spans)
+        if not spans:
+            return []
+        if as_of is not None or dated is not None or self._in_transaction():
+            clauses = [f"(document_id = {sql_str(doc)} AND start_char <= {int(start)} AND end_char >= {int(end)})"
+                       for doc, start, end in spans]
+            return self.chunks(tenant, lenses=lenses, as_of=as_of, dated=dated, columns=columns,
+                               where=["(" + " OR ".join(clauses) + ")"])
+        where = self.memo(("chunk spans", tenant), lambda: self._chunk_spans(tenant))
+        found: set[int] = set()
+        for doc, start, end in spans:
+            if doc in where:
+                starts, ends, row_ids = where[doc]
+                found.update(int(i) for i in row_ids[(starts <= start) & (ends >= end)])
+        table = self._table("chunks")
+        if not found or table is None:
+            return []
+        rows: list[dict[str, Any]] = table.take_row_ids(sorted(found)).select(list(columns)).to_list()
+        allowed = set(lenses) if lenses is not None else None
+        return [r for r in rows if allowed is None or r["lens"] in allowed]
+
+    def _chunk_spans(self, tenant: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Where each current chunk of ``tenant`` lies: per document, (starts, ends, row ids)."""
+        table = self._table("chunks")
+        if table is None:
+            return {}
+        read = table.search().where(scope(tenant)).with_row_id(True) \
+            .select(["document_id", "start_char", "end_char"]).limit(None).to_arrow()
+        docs = np.asarray(read["document_id"].to_pylist(), dtype=object)
+        starts, ends = read["start_char"].to_numpy(), read["end_char"].to_numpy()
+        row_ids = read["_rowid"].to_numpy()
+        order = np.argsort(docs, kind="stable")
+        docs = docs[order]
+        cuts = np.flatnonzero(docs[1:] != docs[:-1]) + 1
+        return {docs[lo]: (starts[order[lo:hi]], ends[order[lo:hi]], row_ids[order[lo:hi]])
+                for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True) if hi > lo}
+
     def chunk_ids_starting(self, tenant: str, prefix: str, *, as_of: datetime | None = None) -> list[str]:
         """Ids of the tenant's chunks (current at ``as_of``) that start with ``prefix``, a short id."""
         if not prefix or any(c in prefix for c in "%_\\"):
@@ -139,6 +186,16 @@ class Reads(StoreCore):
             return None
         result: pa.Table = t.search().where(scope(tenant)).select(list(columns)).limit(None).to_arrow()
         return result
+
+    def current_batches(self, tenant: str, columns: Sequence[str], *, table: str = "chunks",
+                        batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+        """Like :meth:`current_columns`, a batch at a time: a reader that turns each batch into
+        something smaller (the sentence index's half-precision vectors) never holds the whole
+        read (1.5 GB of vectors at a million sentences)."""
+        t = self._table(table)
+        if t is None:
+            return
+        yield from t.search().where(scope(tenant)).select(list(columns)).limit(None).to_batches(batch_size)
 
     def chunk_counts(self, tenant: str) -> dict[str, int]:
         """Current chunks per document id (to check that a document is whole)."""
@@ -166,11 +223,17 @@ class Reads(StoreCore):
 
     def vector_search(self, tenant: str, vector: np.ndarray, k: int, *, lenses: Iterable[str] | None = None,
                       as_of: datetime | None = None, with_vectors: bool = False,
-                      table: str = "chunks", dated: DateRange | None = None) -> list[dict[str, Any]]:
+                      table: str = "chunks", dated: DateRange | None = None,
+                      columns: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The ``k`` rows nearest ``vector`` (``_score``: their cosine), with ``columns`` (by default
+        what a result shows; reading a sentence's text and neighbours costs more than the search
+        itself, 32 against 14 ms at a million sentences, so the sentence lift reads only where
+        each hit lies)."""
         handle = self._table(table)
         if handle is None:
             return []
-        columns = RESULT_COLUMNS + (["prev_id", "next_id"] if table == "sentences" else []) \
+        columns = (list(columns) if columns is not None
+                   else RESULT_COLUMNS + (["prev_id", "next_id"] if table == "sentences" else [])) \
             + (["vector"] if with_vectors else []) + ["_distance"]
         indexed = self._indexed(table, handle)
 
