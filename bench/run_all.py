@@ -22,6 +22,7 @@ from common import DEFAULT_CORPUS, ROOT
 BENCHMARKS = [
     ("chunking_throughput", ["bench/chunking_throughput.py", "--repeats", "3"], True),
     ("ingest_throughput", ["bench/ingest_throughput.py", "--documents", "200"], True),
+    ("ingest_profile", ["bench/ingest_profile.py", "--documents", "200"], True),
     ("reingest_edits", ["bench/reingest_edits.py", "--documents", "200", "--share", "0.01", "--seed", "7"], True),
     ("graph_scaling", ["bench/graph_scaling.py", "--sizes", "1000", "10000", "100000",
                        "--seed-sizes", "1000", "10000"], True),
