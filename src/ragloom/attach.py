@@ -127,14 +127,14 @@ class Listener:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # a socket left by a process that died
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        old = os.umask(0o177)  # the socket is made with mode 0600, never briefly wider
         try:
             server.bind(str(self.path))
+            # Mode 0600 once bound; until then the folder's 0700 keeps everyone else out (the
+            # umask is the whole process's, and other threads may be making files).
+            self.path.chmod(0o600)
         except OSError:  # another process bound it first
             server.close()
             return self
-        finally:
-            os.umask(old)
         server.listen(16)
         self._server, self._inode = server, self.path.stat().st_ino
         if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
