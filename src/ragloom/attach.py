@@ -97,7 +97,8 @@ def socket_path(location: str | Path) -> Path | None:
 def fingerprint(settings: Settings) -> str:
     """What must be the same for a listener's answer to equal the caller's own: every setting,
     and the language model's key (hashed; it is read from the environment, not the settings)."""
-    key = os.environ.get(settings.llm.key_variable(), "") if settings.llm.key_variable() else ""
+    variable = settings.llm.key_variable()
+    key = os.environ.get(variable, "") if variable else ""
     digest = hashlib.sha256(settings.model_dump_json().encode("utf-8"))
     digest.update(b"\0" + hashlib.sha256(key.encode("utf-8")).digest())
     return digest.hexdigest()

@@ -16,6 +16,7 @@ from ragloom.embed.base import normalize_rows
 from ragloom.retrieve.base import SearchRequest
 from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.store.plan import SENTENCES
+from ragloom.store.reads import runs
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,11 +100,9 @@ def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
         halves = np.concatenate(vectors)[order]
         del vectors
         positions, starts, ends, sections = positions[order], starts[order], ends[order], sections[order]
-        cuts = np.flatnonzero(every_doc[1:] != every_doc[:-1]) + 1
         pa.default_memory_pool().release_unused()  # the batches' memory, back to the system
-        return {every_doc[lo]: Sentences(every_doc[lo], positions[lo:hi], starts[lo:hi], ends[lo:hi], sections[lo:hi],
-                                         halves[lo:hi])
-                for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(every_doc)], strict=True)}
+        return {doc: Sentences(doc, positions[lo:hi], starts[lo:hi], ends[lo:hi], sections[lo:hi], halves[lo:hi])
+                for doc, lo, hi in runs(every_doc)}
 
     index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
     return index

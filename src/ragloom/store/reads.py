@@ -22,6 +22,14 @@ def vector_matrix(table: pa.Table, column: str = "vector") -> np.ndarray:
     return result
 
 
+def runs(keys: np.ndarray) -> list[tuple[Any, int, int]]:
+    """``(key, start, end)`` of each run of equal values in ``keys`` (sorted, so one run per key)."""
+    if len(keys) == 0:
+        return []
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return [(keys[lo], int(lo), int(hi)) for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(keys)], strict=True)]
+
+
 class Reads(StoreCore):
     """Rows current now (or at ``as_of``) as the view of this operation sees them."""
 
@@ -166,10 +174,8 @@ class Reads(StoreCore):
         starts, ends = read["start_char"].to_numpy(), read["end_char"].to_numpy()
         row_ids = read["_rowid"].to_numpy()
         order = np.argsort(docs, kind="stable")
-        docs = docs[order]
-        cuts = np.flatnonzero(docs[1:] != docs[:-1]) + 1
-        return {docs[lo]: (starts[order[lo:hi]], ends[order[lo:hi]], row_ids[order[lo:hi]])
-                for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(docs)], strict=True) if hi > lo}
+        docs, starts, ends, row_ids = docs[order], starts[order], ends[order], row_ids[order]
+        return {doc: (starts[lo:hi], ends[lo:hi], row_ids[lo:hi]) for doc, lo, hi in runs(docs)}
 
     def chunk_ids_starting(self, tenant: str, prefix: str, *, as_of: datetime | None = None) -> list[str]:
         """Ids of the tenant's chunks (current at ``as_of``) that start with ``prefix``, a short id."""
