@@ -137,7 +137,7 @@ class RetrievalSettings(_Section):
     ann_index: Literal["IVF_SQ", "IVF_HNSW_SQ", "IVF_PQ", "IVF_FLAT"] = Field(
         "IVF_SQ", description="the kind of ANN index (LanceDB's names); a table indexed with another kind is "
                               "indexed again at the next write")
-    ann_nprobes: int = Field(24, ge=1, description="index partitions searched per query")
+    ann_nprobes: int = Field(32, ge=1, description="index partitions searched per query")
     ann_refine_factor: int = Field(4, ge=0, description="candidates re-ranked with exact vectors, times k (0: none)")
 
 

@@ -13,7 +13,7 @@ from ragloom.embed.base import normalize_rows
 from ragloom.graph.build import build_edges, term_counts, update_edges
 from ragloom.graph.entities import changed_holders, with_entities
 from ragloom.graph.model import GraphNode
-from ragloom.store.schema import GRAPH_NODE_COLUMNS, GRAPH_VIEW_COLUMNS, edge_rows, edges_from_rows, graph_node
+from ragloom.store.schema import GRAPH_NODE_COLUMNS, GRAPH_VIEW_COLUMNS, edge_rows, graph_node
 
 if TYPE_CHECKING:
     from ragloom.config import GraphSettings, Settings
@@ -109,14 +109,16 @@ class GraphMaintainer:
         return len(plan.add)
 
     def view(self, tenant: str) -> ContextGraph:
-        """The tenant's graph as a networkx view, loaded once per commit; treat it as read-only."""
+        """The tenant's graph, loaded once per commit (as arrays: see :class:`ContextGraph`)."""
         store = self.c.store
 
         def load() -> ContextGraph:
             from ragloom.graph.view import ContextGraph  # networkx: only for the queries that walk the graph
 
-            rows = store.chunks(tenant, columns=[*GRAPH_VIEW_COLUMNS, "title"])
-            return ContextGraph.from_rows(rows, edges_from_rows(store.edges(tenant)), self.c.settings.graph)
+            nodes = store.current_columns(tenant, [*GRAPH_VIEW_COLUMNS, "title"])
+            if nodes is None:
+                return ContextGraph.from_rows([], [], self.c.settings.graph)
+            return ContextGraph(nodes, store.edge_table(tenant), self.c.settings.graph)
 
         graph: ContextGraph = store.memo(("graph", tenant), load)
         return graph

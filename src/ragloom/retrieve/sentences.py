@@ -5,7 +5,7 @@ sentence lift of vector, hybrid, balanced and graph; the window modes) and by th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 
 from ragloom.embed.base import normalize_rows
+from ragloom.errors import StoreError
 from ragloom.retrieve.base import SearchRequest
+from ragloom.store.derived import RowFile, save_arrays
 from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.store.plan import SENTENCES
 from ragloom.store.reads import runs
@@ -39,11 +41,6 @@ class Sentences:
 
     def next_to(self, i: int, j: int) -> bool:
         return 0 <= j < len(self) and abs(int(self.positions[j]) - int(self.positions[i])) == 1
-
-    def compact(self) -> Sentences:
-        """The same sentences with half-precision vectors, to keep in memory (a million
-        sentences in 0.8 GB instead of 1.5)."""
-        return replace(self, vectors=self.vectors.astype(np.float16))
 
     def exact(self) -> Sentences:
         """Single-precision vectors again, for the arithmetic of growing spans."""
@@ -71,41 +68,126 @@ def sentences_from_columns(doc: str, columns: Sequence[np.ndarray], vectors: np.
                      normalize_rows(np.asarray(vectors, dtype=np.float32)[order]))
 
 
-def sentence_index(store: LanceStore, tenant: str) -> dict[str, Sentences]:
+class SentenceIndex(Mapping[str, Sentences]):
+    """Every current sentence of a tenant, by document: one set of arrays sorted by document
+    and position (memory-mapped files, or arrays in memory), and each document's
+    :class:`Sentences` a slice of them, made when asked for."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
+        self._arrays = arrays
+        self._bounds = arrays["bounds"]
+        self._where = {str(doc): i for i, doc in enumerate(arrays["documents"].tolist())}
+
+    def __getitem__(self, doc: str) -> Sentences:
+        i = self._where[doc]
+        lo, hi = int(self._bounds[i]), int(self._bounds[i + 1])
+        a = self._arrays
+        return Sentences(doc, a["positions"][lo:hi], a["starts"][lo:hi], a["ends"][lo:hi], a["sections"][lo:hi],
+                         a["vectors"][lo:hi])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._where)
+
+    def __len__(self) -> int:
+        return len(self._where)
+
+
+#: The columns of the sentence index besides the vectors, and the names its arrays keep them under.
+_PLACES = {"chunk_index": "positions", "start_char": "starts", "end_char": "ends", "section_index": "sections"}
+
+
+def sentence_index(store: LanceStore, tenant: str) -> SentenceIndex:
     """Every current sentence of ``tenant``, as per-document arrays with unit vectors in half
-    precision (a million sentences of 384 dimensions in 0.77 GB).
+    precision (a million sentences of 384 dimensions in 0.77 GB), kept until the store's next
+    commit.
 
-    Read from the sentences table a batch at a time, each batch's vectors made unit and halved
-    before the next is read, and kept by the store until its next write, so that growing
-    windows costs array lookups, not a filtered table read per query (over 100k sentences those
-    reads took 65-140 ms; see docs/benchmarks.md). Reading the whole table at once, as before,
-    held 1.5 GB of vectors in single precision at a million sentences, and the process kept that
-    peak: 4.4 GB resident after the first query.
+    In a local workspace the arrays are files beside the tables, written by the first process
+    that needs them after a commit and memory-mapped by every one after
+    (:mod:`ragloom.store.derived`): a query touches a few pages of a few documents, and the
+    process holds those, not the whole index. On object storage or inside a write they are
+    arrays in memory. Either way the table is read twice, never whole: its positions first (to
+    sort by document and position), then its vectors a batch at a time, each batch made unit,
+    halved and put in place before the next (reading the whole table at once held 1.5 GB of
+    single-precision vectors at a million sentences, and the process kept that peak).
     """
-    def load() -> dict[str, Sentences]:
-        docs: list[np.ndarray] = []
-        columns: list[list[np.ndarray]] = [[], [], [], []]
-        vectors: list[np.ndarray] = []
-        for batch in store.current_batches(tenant, SENTENCE_COLUMNS, table=SENTENCES):
-            docs.append(np.asarray(batch.column("document_id").to_pylist(), dtype=object))
-            for kept, name in zip(columns, ("chunk_index", "start_char", "end_char", "section_index"), strict=True):
-                kept.append(batch.column(name).to_numpy())
-            vectors.append(normalize_rows(vector_matrix(pa.Table.from_batches([batch]))).astype(np.float16))
-        if not docs:
-            return {}
-        positions, starts, ends, sections = (np.concatenate(c) for c in columns)
-        every_doc = np.concatenate(docs)
-        order = np.lexsort((positions, every_doc))  # by document, then position in it
-        every_doc = every_doc[order]
-        halves = np.concatenate(vectors)[order]
-        del vectors
-        positions, starts, ends, sections = positions[order], starts[order], ends[order], sections[order]
-        pa.default_memory_pool().release_unused()  # the batches' memory, back to the system
-        return {doc: Sentences(doc, positions[lo:hi], starts[lo:hi], ends[lo:hi], sections[lo:hi], halves[lo:hi])
-                for doc, lo, hi in runs(every_doc)}
+    def load() -> SentenceIndex:
+        files = store.derived_files(tenant, "sentence-index", table=SENTENCES)
+        kept = files.load() if files is not None else None
+        if kept is not None:
+            return SentenceIndex(kept)
+        places = _places(store, tenant)
+        if files is not None:
+            try:
+                with files.writing() as folder:
+                    vectors = RowFile(folder / "vectors.npy", len(places["row_ids"]), _dim(store), np.dtype(np.float16))
+                    try:
+                        _fill_vectors(store, tenant, places, vectors.put)
+                    finally:
+                        vectors.close()
+                    save_arrays(folder, _kept(places))
+            except OSError:  # a full disk, a read-only workspace: the arrays stay in memory
+                pass
+            else:
+                kept = files.load()
+                if kept is not None:
+                    return SentenceIndex(kept)
+        halves = np.zeros((len(places["row_ids"]), _dim(store)), dtype=np.float16)
 
-    index: dict[str, Sentences] = store.memo(("sentence index", tenant), load)
+        def put(at: np.ndarray, values: np.ndarray) -> None:
+            halves[at] = values
+
+        _fill_vectors(store, tenant, places, put)
+        return SentenceIndex({**_kept(places), "vectors": halves})
+
+    index: SentenceIndex = store.memo(("sentence index", tenant), load)
     return index
+
+
+def _kept(places: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays of :func:`_places` the index keeps (not those only filling it needs)."""
+    return {name: values for name, values in places.items() if name not in ("row_ids", "place_of")}
+
+
+def _dim(store: LanceStore) -> int:
+    return store.dim or 0
+
+
+def _places(store: LanceStore, tenant: str) -> dict[str, np.ndarray]:
+    """Where each current sentence lies, sorted by document and position: ``documents`` and
+    their ``bounds``, the :data:`_PLACES` columns, and, for :func:`_fill_vectors`, the table's
+    ``row_ids`` sorted with the place of each in the sorted order (``place_of``)."""
+    docs: list[np.ndarray] = []
+    columns: dict[str, list[np.ndarray]] = {name: [] for name in [*_PLACES.values(), "row_ids"]}
+    for batch in store.current_batches(tenant, ["document_id", *_PLACES], table=SENTENCES, row_ids=True):
+        docs.append(np.asarray(batch.column("document_id").to_pylist(), dtype=object))
+        for column, name in [*_PLACES.items(), ("_rowid", "row_ids")]:
+            columns[name].append(batch.column(column).to_numpy())
+    every_doc = np.concatenate(docs) if docs else np.zeros(0, dtype=object)
+    arrays = {name: np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64) for name, parts in columns.items()}
+    order = np.lexsort((arrays["positions"], every_doc))  # by document, then position in it
+    every_doc = every_doc[order]
+    arrays = {name: values[order] for name, values in arrays.items()}
+    found = runs(every_doc)
+    arrays["documents"] = np.array([doc for doc, _, _ in found], dtype=str)
+    arrays["bounds"] = np.array([lo for _, lo, _ in found] + [len(every_doc)], dtype=np.int64)
+    by_row = np.argsort(arrays["row_ids"], kind="stable")
+    arrays["place_of"] = by_row
+    arrays["row_ids"] = arrays["row_ids"][by_row]
+    return arrays
+
+
+def _fill_vectors(store: LanceStore, tenant: str, places: Mapping[str, np.ndarray],
+                  put: Callable[[np.ndarray, np.ndarray], None]) -> None:
+    """Read the sentences' vectors a batch at a time and ``put(places, unit half-precision
+    rows)`` each in its sorted place."""
+    row_ids, place_of = places["row_ids"], places["place_of"]
+    for batch in store.current_batches(tenant, ["vector"], table=SENTENCES, row_ids=True):
+        ids = batch.column("_rowid").to_numpy()
+        at = np.searchsorted(row_ids, ids)
+        if np.any(at >= len(row_ids)) or np.any(row_ids[np.minimum(at, len(row_ids) - 1)] != ids):
+            raise StoreError(f"the sentences of {store.workspace} changed between two reads of one commit; "
+                             "run the query again")
+        put(place_of[at], normalize_rows(vector_matrix(pa.Table.from_batches([batch]))).astype(np.float16))
 
 
 def sentence_arrays(req: SearchRequest, documents: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:

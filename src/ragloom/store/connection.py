@@ -206,10 +206,17 @@ class StoreCore:
     def memo(self, key: Hashable, load: Callable[[], Any]) -> Any:  # noqa: ANN401
         """``load()``, computed once per commit: for derived data a query would otherwise read
         again from the tables every time (the sentence index's arrays, the context graph)."""
+        def released() -> Any:  # noqa: ANN401
+            value = load()
+            # The tables read to derive it are freed by now; without this Arrow's pool keeps
+            # their memory (150 MB of the 100,000 chunk vectors' raw column, say) for itself.
+            pa.default_memory_pool().release_unused()
+            return value
+
         if self._in_transaction():
             return load()  # uncommitted data belongs to no commit
         with self.reading() as view:  # what load() reads is the view it is kept in
-            return view.memo(key, load)
+            return view.memo(key, released)
 
     def forget(self) -> None:
         """Drop everything :meth:`memo` and :meth:`document_texts` keep."""

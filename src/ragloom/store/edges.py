@@ -26,6 +26,16 @@ class Edges(Commits):
     def edges(self, tenant: str) -> list[dict[str, Any]]:
         return self._select(self._table("edges"), f"tenant_id = {sql_str(tenant)}")
 
+    def edge_table(self, tenant: str) -> pa.Table:
+        """The tenant's edges as one Arrow table (``src``, ``dst``, ``type``, ``weight``,
+        ``attrs``), no per-row dicts: the context graph of 100,000 chunks reads it in one go."""
+        columns = ["src", "dst", "type", "weight", "attrs"]
+        table = self._table("edges")
+        if table is None:
+            return EDGE_SCHEMA.empty_table().select(columns)
+        read: pa.Table = table.search().where(f"tenant_id = {sql_str(tenant)}").select(columns).limit(None).to_arrow()
+        return read
+
     def edges_among(self, tenant: str, chunk_ids: Iterable[str], *,
                     skip_types: Iterable[str] = ()) -> list[tuple[str, str, str, float]]:
         """``(src, dst, type, weight)`` for the stored edges with both ends in ``chunk_ids``.

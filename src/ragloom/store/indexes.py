@@ -30,7 +30,7 @@ class AnnSettings:
     #: queries, at any probes or ``ef`` (recall@10 0.75-0.88), and took 10x longer to build;
     #: IVF_SQ found all of them in 8-9 ms (docs/benchmarks.md, issue 31).
     index: str = "IVF_SQ"
-    nprobes: int = 24
+    nprobes: int = 32
     refine_factor: int = 4
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -10,8 +11,10 @@ import numpy as np
 import pyarrow as pa
 
 from ragloom.store.connection import StoreCore
+from ragloom.store.derived import DerivedFiles
 from ragloom.store.filters import DateRange, scope, sql_in, sql_str
 from ragloom.store.indexes import vector_index
+from ragloom.store.local import STATE_DIR
 from ragloom.store.schema import CHUNK_COLUMNS, DOC_COLUMNS, RESULT_COLUMNS
 
 
@@ -194,14 +197,30 @@ class Reads(StoreCore):
         return result
 
     def current_batches(self, tenant: str, columns: Sequence[str], *, table: str = "chunks",
-                        batch_size: int = 65_536) -> Iterator[pa.RecordBatch]:
+                        batch_size: int = 65_536, row_ids: bool = False) -> Iterator[pa.RecordBatch]:
         """Like :meth:`current_columns`, a batch at a time: a reader that turns each batch into
         something smaller (the sentence index's half-precision vectors) never holds the whole
-        read (1.5 GB of vectors at a million sentences)."""
+        read (1.5 GB of vectors at a million sentences). ``row_ids`` adds ``_rowid``."""
         t = self._table(table)
         if t is None:
             return
-        yield from t.search().where(scope(tenant)).select(list(columns)).limit(None).to_batches(batch_size)
+        query = t.search().where(scope(tenant)).with_row_id(row_ids).select(list(columns)).limit(None)
+        yield from query.to_batches(batch_size)
+
+    def derived_files(self, tenant: str, name: str, *, table: str) -> DerivedFiles | None:
+        """Where arrays derived under ``name`` from the tenant's rows of ``table``, as this
+        operation reads it, are kept as files (:mod:`ragloom.store.derived`); None on object
+        storage, inside a write transaction, or when the table does not exist."""
+        t = self._table(table)
+        if self.remote or self._in_transaction() or t is None:
+            return None
+        version = int(t.version)
+        made = next((v["timestamp"] for v in t.list_versions() if int(v["version"]) == version), None)
+        if made is None:
+            return None
+        stamp = int(made.timestamp() * 1_000_000)  # a table made again restarts its versions
+        who = hashlib.sha256(tenant.encode()).hexdigest()[:12]
+        return DerivedFiles(self.path / STATE_DIR / "derived", f"{name}-{who}", f"{version}-{stamp}")
 
     def chunk_counts(self, tenant: str) -> dict[str, int]:
         """Current chunks per document id (to check that a document is whole)."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
@@ -362,7 +362,3 @@ def graph_node(row: Mapping[str, Any]) -> GraphNode:
     periods = tuple(t for t in (row.get("time_refs") or ()) if not t.endswith(UNRESOLVED))
     return GraphNode(row["chunk_id"], row["document_id"], row["lens"], int(row["chunk_index"]),
                      tuple(row.get("key_terms") or ()), periods, row.get("vector"))
-
-
-def edges_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Edge]:
-    return [Edge(r["src"], r["dst"], r["type"], float(r["weight"]), json.loads(r["attrs"] or "{}")) for r in rows]

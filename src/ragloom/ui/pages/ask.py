@@ -53,9 +53,9 @@ def chunk_label(eng: Engine, chunk_id: str, results: Sequence[ScoredChunk]) -> s
         if r.chunk_id == chunk_id:
             return f"{r.source_name} › {section_tail(r.section_path_str)}"
     try:
-        node = eng.graph(tenant=tenant).graph.nodes[chunk_id]
+        node = eng.graph(tenant=tenant).node(chunk_id)
         return f"{node['source_name']} › {section_tail(node['section_path'])}"
-    except (KeyError, RagloomError):
+    except RagloomError:
         return chunk_id
 
 

@@ -71,15 +71,14 @@ if hits:
              label_visibility="collapsed")
 
 chunk_id = st.session_state.get("graph-chunk")
-if not chunk_id or chunk_id not in graph.graph:
+if not chunk_id or chunk_id not in graph:
     st.caption("Search, then choose a hit to see its relations.")
     st.stop()
 
 limit = st.slider("Relations shown", 5, 200, 40, step=5, key="graph-limit",
                   help="The strongest relations first; the picture shows the same ones.")
 shown = graph.show(chunk_id, limit=limit)
-node = graph.graph.nodes
-lenses = sorted({data["lens"] for _, data in graph.graph.nodes(data=True)})
+lenses = graph.lenses()
 total = len(graph.neighbours(chunk_id))
 
 by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -114,7 +113,7 @@ with right:
                   font={"size": 14, "strokeWidth": 3})]
     edges = []
     for neighbour, rels in pairs.items():
-        data = node[neighbour]
+        data = graph.node(neighbour)
         nodes.append(Node(id=neighbour, label=one_line(data["source_name"].rsplit(".", 1)[0], 22),
                           title=f"{data['lens']} · {section_tail(data['section_path'])}\n"
                                 f"{preview(data['content_preview'], 160)}",
@@ -127,7 +126,7 @@ with right:
                     interaction={"hover": True})
     config.width = "100%"  # Config only takes pixels; the column decides
     clicked = agraph(nodes=nodes, edges=edges, config=config)
-    shown_lenses = sorted({node[n]["lens"] for n in pairs} | {shown["lens"]})
+    shown_lenses = sorted({rels[0]["neighbour_lens"] for rels in pairs.values()} | {shown["lens"]})
     st.html("<div style='font-size:0.8rem;color:rgba(49,51,63,0.7)'>Node colour, lens: " + " ".join(
         f"<span style='white-space:nowrap;margin-right:0.6rem'><span style='display:inline-block;width:0.7rem;"
         f"height:0.7rem;border-radius:50%;background:{lens_colour(lens, lenses)};margin-right:0.25rem'></span>"
@@ -135,7 +134,7 @@ with right:
         + " · edge colour: its strongest relation · star: the chosen chunk</div>")
     if clicked and clicked != st.session_state.get("graph-clicked"):
         st.session_state["graph-clicked"] = clicked
-        if clicked != chunk_id and clicked in graph.graph:
+        if clicked != chunk_id and clicked in graph:
             st.session_state["graph-chunk"] = clicked
             st.rerun()
 
@@ -150,7 +149,7 @@ for i, kind in enumerate(kinds):
                                for k, v in extra.items())
             rows.append({"weight": round(rel["weight"], 3), "file": rel["neighbour_source"],
                          "section": section_tail(rel["neighbour_section"]), "lens": rel["neighbour_lens"],
-                         "preview": preview(node[rel["neighbour"]]["content_preview"], 140),
+                         "preview": preview(graph.node(rel["neighbour"])["content_preview"], 140),
                          "why": detail, "chunk": rel["neighbour_short_id"]})
         st.dataframe(rows, hide_index=True, width="stretch",
                      column_config={"preview": st.column_config.TextColumn(width="large"),
