@@ -215,7 +215,10 @@ class Reads(StoreCore):
         if self.remote or self._in_transaction() or t is None:
             return None
         version = int(t.version)
-        made = next((v["timestamp"] for v in t.list_versions() if int(v["version"]) == version), None)
+        try:
+            made = next((v["timestamp"] for v in t.list_versions() if int(v["version"]) == version), None)
+        except (OSError, RuntimeError, ValueError):  # an old version's manifest cleaned up meanwhile
+            return None  # this read keeps its arrays in memory
         if made is None:
             return None
         stamp = int(made.timestamp() * 1_000_000)  # a table made again restarts its versions
