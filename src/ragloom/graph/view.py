@@ -147,16 +147,9 @@ class ContextGraph:
     def __contains__(self, node: object) -> bool:
         return node in self._index
 
-    def __len__(self) -> int:
-        return len(self.ids)
-
     def lenses(self) -> list[str]:
         """The lenses the graph's chunks are filed under, sorted."""
         return sorted(self._by_lens)
-
-    @property
-    def number_of_edges(self) -> int:
-        return len(self._src)
 
     def node(self, node: str) -> dict[str, Any]:
         """A node's attributes (:func:`node_attributes`); :class:`UnknownChunkError` when absent."""
@@ -256,7 +249,7 @@ class ContextGraph:
         return {name: list(self._about[name]) for name in sorted(self._names.find(text))}
 
     def stats(self) -> dict[str, Any]:
-        n, m = len(self.ids), self.number_of_edges
+        n, m = len(self.ids), len(self._src)
         low, high = np.minimum(self._src, self._dst), np.maximum(self._src, self._dst)
         pairs = len(np.unique(low * max(n, 1) + high)) if m else 0
         implicit = self.implicit_groups()

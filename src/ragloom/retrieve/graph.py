@@ -42,6 +42,7 @@ from ragloom.errors import InvalidParameterError, UnknownNameError
 from ragloom.graph.model import EDGE_TYPES, SAME_LENS, SIMILAR_TO, TOPIC_OVERLAP
 from ragloom.retrieve.base import SearchRequest, define, to_scored, unit
 from ragloom.retrieve.basic import HybridOptions, hybrid
+from ragloom.store.derived import save_arrays
 from ragloom.store.lance import LanceStore, vector_matrix
 from ragloom.store.schema import RESULT_COLUMNS
 from ragloom.types import ScoredChunk
@@ -77,7 +78,7 @@ def chunk_vectors(store: LanceStore, tenant: str) -> tuple[dict[str, int], np.nd
                       "lenses": np.array(table["lens"].to_pylist(), dtype=str),
                       "vectors": normalize_rows(vector_matrix(table))}
             del table
-            kept = (files.keep(arrays) if files is not None else None) or arrays
+            kept = (files.keep(lambda folder: save_arrays(folder, arrays)) if files is not None else None) or arrays
         ids: list[str] = kept["ids"].tolist()
         return {cid: i for i, cid in enumerate(ids)}, kept["vectors"], kept["lenses"].tolist()
 

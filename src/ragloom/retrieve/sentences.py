@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -116,22 +117,20 @@ def sentence_index(store: LanceStore, tenant: str) -> SentenceIndex:
         if kept is not None:
             return SentenceIndex(kept)
         places = _places(store, tenant)
-        if files is not None:
+        dim = store.dim or 0
+
+        def write(folder: Path) -> None:
+            vectors = RowFile(folder / "vectors.npy", len(places["row_ids"]), dim, np.dtype(np.float16))
             try:
-                with files.writing() as folder:
-                    vectors = RowFile(folder / "vectors.npy", len(places["row_ids"]), _dim(store), np.dtype(np.float16))
-                    try:
-                        _fill_vectors(store, tenant, places, vectors.put)
-                    finally:
-                        vectors.close()
-                    save_arrays(folder, _kept(places))
-            except OSError:  # a full disk, a read-only workspace: the arrays stay in memory
-                pass
-            else:
-                kept = files.load()
-                if kept is not None:
-                    return SentenceIndex(kept)
-        halves = np.zeros((len(places["row_ids"]), _dim(store)), dtype=np.float16)
+                _fill_vectors(store, tenant, places, vectors.put)
+            finally:
+                vectors.close()
+            save_arrays(folder, _kept(places))
+
+        kept = files.keep(write) if files is not None else None
+        if kept is not None:
+            return SentenceIndex(kept)
+        halves = np.zeros((len(places["row_ids"]), dim), dtype=np.float16)  # object storage, a full disk
 
         def put(at: np.ndarray, values: np.ndarray) -> None:
             halves[at] = values
@@ -146,10 +145,6 @@ def sentence_index(store: LanceStore, tenant: str) -> SentenceIndex:
 def _kept(places: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The arrays of :func:`_places` the index keeps (not those only filling it needs)."""
     return {name: values for name, values in places.items() if name not in ("row_ids", "place_of")}
-
-
-def _dim(store: LanceStore) -> int:
-    return store.dim or 0
 
 
 def _places(store: LanceStore, tenant: str) -> dict[str, np.ndarray]:

@@ -23,7 +23,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +51,13 @@ class DerivedFiles:
         except (OSError, ValueError):  # removed by a newer version meanwhile, or cut short
             return None
 
-    def keep(self, arrays: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
-        """``arrays`` written as the folder's files and mapped back; None when they could not
-        be written (a full disk, a read-only workspace), and the caller keeps them in memory."""
+    def keep(self, write: Callable[[Path], None]) -> dict[str, np.ndarray] | None:
+        """The arrays ``write(folder)`` saves as ``.npy`` files there, mapped back; None when
+        they could not be written (a full disk, a read-only workspace), and the caller keeps
+        them in memory."""
         try:
             with self.writing() as folder:
-                save_arrays(folder, arrays)
+                write(folder)
         except OSError:
             return None
         return self.load()

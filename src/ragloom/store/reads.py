@@ -168,11 +168,9 @@ class Reads(StoreCore):
 
     def _chunk_spans(self, tenant: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """Where each current chunk of ``tenant`` lies: per document, (starts, ends, row ids)."""
-        table = self._table("chunks")
-        if table is None:
+        read = self.current_columns(tenant, ["document_id", "start_char", "end_char"], row_ids=True)
+        if read is None:
             return {}
-        read = table.search().where(scope(tenant)).with_row_id(True) \
-            .select(["document_id", "start_char", "end_char"]).limit(None).to_arrow()
         docs = np.asarray(read["document_id"].to_pylist(), dtype=object)
         starts, ends = read["start_char"].to_numpy(), read["end_char"].to_numpy()
         row_ids = read["_rowid"].to_numpy()
@@ -187,25 +185,28 @@ class Reads(StoreCore):
         rows = self.chunks(tenant, as_of=as_of, columns=["chunk_id"], where=[f"chunk_id LIKE {sql_str(prefix + '%')}"])
         return [r["chunk_id"] for r in rows]
 
-    def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks") -> pa.Table | None:
-        """``columns`` of the tenant's current rows of ``table`` as one Arrow table (no per-row
-        dicts, so a 100k-row read stays fast), or None when the table does not exist."""
+    def _current(self, tenant: str, columns: Sequence[str], table: str, row_ids: bool) -> Any:  # noqa: ANN401
+        """The query for ``columns`` of the tenant's current rows of ``table`` (``_rowid`` too
+        with ``row_ids``), or None when the table does not exist."""
         t = self._table(table)
-        if t is None:
-            return None
-        result: pa.Table = t.search().where(scope(tenant)).select(list(columns)).limit(None).to_arrow()
-        return result
+        return None if t is None else t.search().where(scope(tenant)).with_row_id(row_ids).select(list(columns)).limit(None)
+
+    def current_columns(self, tenant: str, columns: Sequence[str], *, table: str = "chunks",
+                        row_ids: bool = False) -> pa.Table | None:
+        """``columns`` of the tenant's current rows of ``table`` as one Arrow table (no per-row
+        dicts, so a 100k-row read stays fast), or None when the table does not exist.
+        ``row_ids`` adds ``_rowid``."""
+        query = self._current(tenant, columns, table, row_ids)
+        return None if query is None else query.to_arrow()
 
     def current_batches(self, tenant: str, columns: Sequence[str], *, table: str = "chunks",
                         batch_size: int = 65_536, row_ids: bool = False) -> Iterator[pa.RecordBatch]:
         """Like :meth:`current_columns`, a batch at a time: a reader that turns each batch into
         something smaller (the sentence index's half-precision vectors) never holds the whole
-        read (1.5 GB of vectors at a million sentences). ``row_ids`` adds ``_rowid``."""
-        t = self._table(table)
-        if t is None:
-            return
-        query = t.search().where(scope(tenant)).with_row_id(row_ids).select(list(columns)).limit(None)
-        yield from query.to_batches(batch_size)
+        read (1.5 GB of vectors at a million sentences)."""
+        query = self._current(tenant, columns, table, row_ids)
+        if query is not None:
+            yield from query.to_batches(batch_size)
 
     def derived_files(self, tenant: str, name: str, *, table: str) -> DerivedFiles | None:
         """Where arrays derived under ``name`` from the tenant's rows of ``table``, as this
