@@ -144,7 +144,9 @@ def test_no_request_with_one_tenants_key_returns_anothers_text(site: tuple[Site,
         else:
             params: dict[str, Any] = {"tenant": tenant} if tenant else {}
             response = client.get(endpoint, params=params, headers=s.auth(key))
-        assert response.status_code in (200, 400, 403), response.text
+        # 422: a body the schema refuses (a question of whitespace alone, which /ask's model
+        # turns away before the engine sees it, where /query's engine answers 400).
+        assert response.status_code in (200, 400, 403, 422), response.text
         # A query that names the other tenant's word is echoed back; what the server found is not.
         shown = response.text.lower() if foreign not in text.lower() else " ".join(_found(response.json())).lower()
         assert foreign not in shown
